@@ -1,0 +1,113 @@
+"""gpunet command line: parse, call one library function, print (Rich or --json)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from gpunet import __version__, api
+from gpunet.cli.errors import EXIT_BAD_INPUT, handles_errors, stderr
+from gpunet.model.plan import Plan
+from gpunet.render.plan_files import summary
+from gpunet.spec.examples import EXAMPLES, example_text
+
+app = typer.Typer(
+    name="gpunet", no_args_is_help=True, add_completion=False,
+    help="Design, render, emulate, check, benchmark and monitor a GPU cluster's network.",
+)
+stdout = Console(highlight=False)
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+SpecArg = Annotated[Path, typer.Argument(help="Cluster spec (YAML).", show_default=False)]
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(__version__)
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True)] = False,
+) -> None:
+    """gpunet: one Plan for the whole cluster network, every feature a view of it."""
+
+
+@app.command()
+@handles_errors
+def validate(spec: SpecArg, as_json: JsonFlag = False) -> None:
+    """Check a spec: exit 0, or exit 2 with file:line:col: message (hint) per problem."""
+    plan = api.validate_spec(spec)
+    if as_json:
+        print(json.dumps({"valid": True, "file": str(spec), "nodes": len(plan.nodes)}))
+    else:
+        stdout.print(f"[green]ok[/green] {spec}: {len(plan.nodes)} nodes, {len(plan.planes)} planes")
+
+
+@app.command()
+@handles_errors
+def plan(
+    spec: Annotated[Path | None, typer.Argument(
+        help="Cluster spec (YAML); the built-in scalable-unit example when omitted.")] = None,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Output directory.")] = Path("gpunet-out"),
+    fresh: Annotated[bool, typer.Option(
+        "--fresh", help="Ignore OUT/plan.json: assign addresses, slots and ports from scratch.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Design the fabric, addresses, cabling and bill of materials; write them to OUT."""
+    previous = None if fresh else out / "plan.json"
+    with stderr.status("designing the plan…", spinner="dots"):
+        result = api.plan_spec(spec, previous)
+        changed = api.write_plan(result, out)
+    if as_json:
+        print(json.dumps(summary(result) | {"out": str(out), "changed": changed}, indent=1))
+        return
+    _print_plan(result)
+    stdout.print(f"wrote {len(changed)} changed file(s) to {out}/: {', '.join(changed) or 'none'}")
+
+
+def _print_plan(result: Plan) -> None:
+    head = summary(result)
+    stdout.print(f"[bold]{result.site.name}[/bold]: {head['nodes']} nodes, {head['gpus']} GPUs, "
+                 f"{len(result.switches)} switches, {len(result.links)} cables")
+    table = Table("plane", "style", "tiers", "endpoints", "leaf", "spine", "core",
+                  "oversub", "bisection Gb/s", "hops")
+    for c in result.capacity:
+        ratios = " ".join(f"{t} {r:g}:1" for t, r in c.oversubscription.items()) or "-"
+        table.add_row(c.plane, c.style, str(c.tiers), str(c.endpoints), str(c.leaves),
+                      str(c.spines), str(c.cores), ratios, f"{c.bisection_gbps:,.0f}", str(c.max_hops))
+    stdout.print(table)
+
+
+@app.command()
+def examples(as_json: JsonFlag = False) -> None:
+    """List the built-in example specs."""
+    if as_json:
+        print(json.dumps(EXAMPLES, indent=1))
+        return
+    table = Table("name", "what it is")
+    for name, text in EXAMPLES.items():
+        table.add_row(name, text)
+    stdout.print(table)
+
+
+@app.command()
+def init(
+    example: Annotated[str, typer.Option("--example", "-e", help="Example name (see `gpunet examples`).")],
+    out: Annotated[Path, typer.Option("-o", "--out", help="File to write.")] = Path("cluster.yaml"),
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+) -> None:
+    """Write a built-in example spec to start from."""
+    if example not in EXAMPLES:
+        stderr.print(f"[red]error[/red] no example {example!r}; known: {', '.join(EXAMPLES)}")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if out.exists() and not force:
+        stderr.print(f"[red]error[/red] {out} exists (hint: --force to overwrite)")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    out.write_text(example_text(example))
+    stdout.print(f"wrote {out} (example {example})")

@@ -1,0 +1,106 @@
+"""Interfaces of every node and their addresses: stable, sticky to the previous plan."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from ipaddress import IPv4Address, IPv4Network, IPv6Address, ip_address
+
+from gpunet.design.naming import plane_hostname
+from gpunet.errors import DesignError, SpecProblem
+from gpunet.model.plan import Interface, Plan
+from gpunet.model.spec import NodeGroup, PlaneName, PlaneSpec, nic_devices, plane_mtu
+from gpunet.model.units import speed_gbps
+
+AddressKey = tuple[str, str]  # (node, interface)
+
+
+def plane_interfaces(
+    plane: PlaneName, spec: PlaneSpec, group: NodeGroup, node: str, rails: bool
+) -> list[Interface]:
+    """The node's interfaces on one plane, unaddressed: NICs, then the bond over them."""
+    nic = group.nics[plane]
+    devices = nic_devices(plane, spec, nic)
+    gbps = speed_gbps(nic.speed) if nic.speed else spec.gbps
+    bond = nic.bond
+    members = tuple(d for d in devices if bond and d in (bond.members or devices))
+    common = {"plane": plane, "mtu": plane_mtu(plane, spec), "speed_gbps": gbps}
+    nics = [
+        Interface(name=dev, rail=i if rails else None, master=bond.name if bond and dev in members else None,
+                  vlan=None if dev in members else spec.vlan, **common)
+        for i, dev in enumerate(devices)
+    ]
+    if bond is None:
+        return nics
+    lanes = 1 if bond.mode == "active-backup" else len(members)
+    bond_gbps = {**common, "speed_gbps": gbps * lanes}
+    bond_if = Interface(name=bond.name, bond=bond, members=members, cabled=False,
+                        vlan=spec.vlan, **bond_gbps)
+    return [*nics, bond_if]
+
+
+class AddressPool:
+    """Host indexes of one subnet: index i is network + i; the gateway is never handed out."""
+
+    def __init__(self, subnet: IPv4Network, gateway: IPv4Address | None) -> None:
+        self.subnet = subnet
+        self.base = int(subnet.network_address)
+        self.last = subnet.num_addresses - 2
+        self.taken: set[int] = {int(gateway) - self.base} if gateway else set()
+        self.cursor = 1
+
+    def claim(self, address: str) -> int | None:
+        """Keep an address from the previous plan if it still fits and is free."""
+        ip = ip_address(address.split("/", maxsplit=1)[0])
+        index = int(ip) - self.base
+        if ip.version != 4 or not 1 <= index <= self.last or index in self.taken:
+            return None
+        self.taken.add(index)
+        return index
+
+    def next_free(self) -> int | None:
+        while self.cursor <= self.last and self.cursor in self.taken:
+            self.cursor += 1
+        if self.cursor > self.last:
+            return None
+        self.taken.add(self.cursor)
+        return self.cursor
+
+
+def previous_addresses(previous: Plan | None, plane: PlaneName) -> dict[AddressKey, str]:
+    if previous is None:
+        return {}
+    return {
+        (node.name, iface.name): iface.address
+        for node in previous.nodes for iface in node.interfaces
+        if iface.plane == plane and iface.address
+    }
+
+
+def assign_addresses(
+    plane: PlaneName, spec: PlaneSpec, wanted: Iterable[AddressKey], previous: dict[AddressKey, str]
+) -> dict[AddressKey, int]:
+    """Host index per (node, interface): previous ones kept, new ones lowest free first."""
+    pool = AddressPool(spec.subnet, spec.gateway)
+    keys = list(wanted)
+    chosen = {k: i for k in keys if k in previous and (i := pool.claim(previous[k])) is not None}
+    for key in keys:
+        if key not in chosen:
+            index = pool.next_free()
+            if index is None:
+                raise DesignError([SpecProblem(f"subnet {spec.subnet} is full",
+                                               ("planes", plane, "subnet"), "use a larger subnet")])
+            chosen[key] = index
+    return chosen
+
+
+def with_address(
+    iface: Interface, node: str, index: int, spec: PlaneSpec, addressed_count: int
+) -> Interface:
+    v4 = IPv4Address(int(spec.subnet.network_address) + index)
+    v6 = None
+    if spec.subnet6 is not None:
+        v6 = f"{IPv6Address(int(spec.subnet6.network_address) + index)}/{spec.subnet6.prefixlen}"
+    return iface.model_copy(update={
+        "address": f"{v4}/{spec.subnet.prefixlen}", "address6": v6,
+        "hostname": plane_hostname(node, iface.plane, iface.name, addressed_count),
+    })

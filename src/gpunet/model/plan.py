@@ -1,0 +1,117 @@
+"""The Plan: everything gpunet decided from a Spec. plan.json is this model, serialized."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from gpunet.model.base import Frozen
+from gpunet.model.spec import BondSpec, FabricStyle, PlaneName, Role, SiteSpec, Technology
+
+PLAN_SCHEMA_VERSION = 1
+Tier = Literal["leaf", "spine", "core"]
+LinkTier = Literal["direct", "node_leaf", "leaf_spine", "spine_core"]
+
+
+class Interface(Frozen):
+    """One addressed or cabled interface of a node on one plane."""
+
+    name: str
+    plane: PlaneName
+    speed_gbps: int
+    mtu: int
+    address: str | None = None  # CIDR, e.g. 10.0.0.5/24; None for bond members
+    address6: str | None = None
+    hostname: str | None = None
+    rail: int | None = None
+    vlan: int | None = None
+    bond: BondSpec | None = None  # set on the bond interface itself
+    members: tuple[str, ...] = ()
+    master: str | None = None  # set on bond members
+    cabled: bool = True  # a bond is logical: its members carry the cables
+
+
+class Node(Frozen):
+    name: str
+    group: str
+    role: Role
+    gpus: int
+    gpu_model: str | None = None
+    interfaces: tuple[Interface, ...]
+    # Attachment slot per switched plane (scalable-unit position or leaf position); kept
+    # from the previous plan so growth never moves an existing node.
+    slots: dict[str, int] = Field(default_factory=dict)
+
+
+class Switch(Frozen):
+    name: str
+    plane: PlaneName
+    tier: Tier
+    model: str
+    radix: int
+    port_gbps: int
+    pod: int | None = None
+    su: int | None = None
+    rail: int | None = None
+
+
+class Port(Frozen):
+    device: str
+    port: str  # switch ports are "1".."radix"; node ports are interface names
+
+
+class Link(Frozen):
+    plane: PlaneName
+    tier: LinkTier
+    a: Port
+    b: Port
+    gbps: int
+
+
+class Plane(Frozen):
+    name: PlaneName
+    technology: Technology
+    subnet: str
+    subnet6: str | None = None
+    gateway: str | None = None
+    vlan: int | None = None
+    mtu: int
+    speed_gbps: int
+    style: FabricStyle
+
+
+class PlaneCapacity(Frozen):
+    plane: PlaneName
+    style: FabricStyle
+    tiers: int
+    endpoints: int
+    leaves: int = 0
+    spines: int = 0
+    cores: int = 0
+    oversubscription: dict[str, float] = Field(default_factory=dict)
+    bisection_gbps: float
+    max_hops: int
+    rails: int = 0
+    per_rail_gbps: float = 0.0
+    planned_nodes: int
+
+
+class BomLine(Frozen):
+    item: Literal["switch", "cable"]
+    plane: PlaneName
+    tier: str
+    model: str
+    count: int
+
+
+class Plan(Frozen):
+    schema_version: int = PLAN_SCHEMA_VERSION
+    gpunet_version: str
+    site: SiteSpec
+    planes: tuple[Plane, ...]
+    nodes: tuple[Node, ...]
+    switches: tuple[Switch, ...]
+    links: tuple[Link, ...]
+    capacity: tuple[PlaneCapacity, ...]
+    bom: tuple[BomLine, ...] = Field(default=())

@@ -1,0 +1,181 @@
+"""The cluster spec: what the user writes in cluster.yaml (validated, frozen)."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address, IPv4Network, IPv6Network
+from typing import Annotated, Literal
+
+from ClusterShell.NodeSet import NodeSet, NodeSetException
+from pydantic import AfterValidator, BeforeValidator, Field, IPvAnyAddress, model_validator
+
+from gpunet.model.base import Frozen
+from gpunet.model.units import INFINIBAND_SPEEDS_GBPS, speed_gbps
+
+Technology = Literal["ethernet", "roce", "infiniband"]
+PlaneName = Literal["management", "compute", "storage", "oob"]
+FabricStyle = Literal[
+    "auto", "direct", "single-switch", "spine-leaf", "rail-optimized", "three-tier"
+]
+Role = Literal["gpu", "storage", "login", "management"]
+BondMode = Literal[
+    "802.3ad", "active-backup", "balance-xor", "balance-alb", "balance-tlb", "balance-rr"
+]
+HashPolicy = Literal["layer2", "layer2+3", "layer3+4", "encap2+3", "encap3+4"]
+
+# Interface MTU per technology when the spec gives none; README "MTU defaults" says why.
+#  - ethernet data planes: 9000 jumbo frames, the common host value under a 9216 switch MTU.
+#  - roce: 4200 carries RoCE's largest RDMA MTU (4096) plus RoCEv2/UDP/IP headers; a larger
+#    Ethernet MTU does not enlarge RDMA messages and only widens the mismatch surface.
+#  - infiniband: 4092, IPoIB datagram mode (4096-byte IB MTU less the 4-byte IPoIB header).
+#  - management and oob stay at 1500: they talk to gateways, DNS and BMCs outside the fabric.
+DATA_PLANE_MTU: dict[str, int] = {"ethernet": 9000, "roce": 4200, "infiniband": 4092}
+EDGE_PLANES = ("management", "oob")
+PLANE_SHORT = {"management": "mgmt", "compute": "comp", "storage": "stor", "oob": "bmc"}
+MTU_LIMITS: dict[str, tuple[int, int]] = {
+    "ethernet": (1280, 9216), "roce": (1280, 9216), "infiniband": (1280, 65520),
+}
+
+
+def _check_speed(value: str) -> str:
+    speed_gbps(value)
+    return value.upper()
+
+
+def _check_nodeset(value: str) -> str:
+    try:
+        nodes = NodeSet(value)
+    except NodeSetException as exc:
+        raise ValueError(f"bad NodeSet {value!r}: {exc}") from exc
+    if len(nodes) == 0:
+        raise ValueError("NodeSet names no node")
+    return value
+
+
+def _ratio(value: object) -> object:
+    """Accept 3, 3.0 or '3:1' for a 3:1 oversubscription."""
+    if isinstance(value, str) and ":" in value:
+        down, _, up = value.partition(":")
+        try:
+            return float(down) / float(up)
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(f"bad ratio {value!r}; write it as '3:1' or 3") from None
+    return value
+
+
+Speed = Annotated[str, AfterValidator(_check_speed)]
+NodeSetText = Annotated[str, AfterValidator(_check_nodeset)]
+Ratio = Annotated[float, BeforeValidator(_ratio), Field(ge=1.0, le=64.0)]
+Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$", max_length=40)]
+
+
+class SiteSpec(Frozen):
+    name: Name
+    domain: str = "cluster.local"
+    dns_servers: tuple[IPvAnyAddress, ...] = ()
+    ntp_servers: tuple[str, ...] = ()
+    bastion: str | None = None
+    admin_subnet: IPv4Network | None = None
+
+
+class SwitchModel(Frozen):
+    model: str = "generic-64x400G"
+    radix: int = Field(64, ge=4, le=1024)
+    port_speed: Speed = "400G"
+
+    @property
+    def port_gbps(self) -> int:
+        return speed_gbps(self.port_speed)
+
+
+class Oversubscription(Frozen):
+    """Down:up bandwidth ratio at each tier; 1.0 is non-blocking."""
+
+    leaf: Ratio = 1.0
+    spine: Ratio = 1.0
+
+
+class FabricSpec(Frozen):
+    style: FabricStyle = "auto"
+    switch: SwitchModel = SwitchModel()
+    oversubscription: Oversubscription = Oversubscription()
+    # Nodes under one leaf; for rail-optimized fabrics, nodes per scalable unit.
+    nodes_per_leaf: int | None = Field(None, ge=1)
+    # Size the upper tiers for this many nodes so growing up to it never recables.
+    planned_nodes: int | None = Field(None, ge=1)
+    # Fewest spines per pod even when one would carry the load: one spine is a single point
+    # of failure. Capped by the uplinks a leaf has.
+    min_spines: int = Field(2, ge=1, le=64)
+
+
+class PlaneSpec(Frozen):
+    subnet: IPv4Network
+    subnet6: IPv6Network | None = None
+    technology: Technology = "ethernet"
+    speed: Speed = "100G"
+    mtu: int | None = Field(None, ge=576, le=65520)
+    vlan: int | None = Field(None, ge=1, le=4094)
+    gateway: IPv4Address | None = None
+    fabric: FabricSpec = FabricSpec()
+
+    @model_validator(mode="after")
+    def _ethernet_speed_names(self) -> PlaneSpec:
+        if self.technology != "infiniband" and self.speed in INFINIBAND_SPEEDS_GBPS:
+            raise ValueError(f"{self.speed} is an InfiniBand speed; this plane is {self.technology}")
+        return self
+
+    @property
+    def gbps(self) -> int:
+        return speed_gbps(self.speed)
+
+
+class BondSpec(Frozen):
+    name: str = "bond0"
+    mode: BondMode = "802.3ad"
+    members: tuple[str, ...] | None = None
+    lacp_rate: Literal["fast", "slow"] = "fast"
+    hash_policy: HashPolicy = "layer3+4"
+    mii_interval_ms: int = Field(100, ge=1, le=10000)
+
+
+class NicSpec(Frozen):
+    count: int = Field(1, ge=1, le=32)
+    speed: Speed | None = None
+    devices: tuple[str, ...] | None = None
+    bond: BondSpec | None = None
+
+
+class NodeGroup(Frozen):
+    name: Name
+    nodes: NodeSetText
+    role: Role = "gpu"
+    gpus: int = Field(0, ge=0, le=72)
+    gpu_model: str | None = None
+    nics: dict[PlaneName, NicSpec]
+
+    @property
+    def node_names(self) -> list[str]:
+        return list(NodeSet(self.nodes))
+
+
+class Spec(Frozen):
+    version: Literal[1] = 1
+    site: SiteSpec
+    planes: dict[PlaneName, PlaneSpec]
+    groups: tuple[NodeGroup, ...] = Field(min_length=1)
+
+
+def plane_mtu(name: str, plane: PlaneSpec) -> int:
+    """The plane's interface MTU: the spec's, else the default for its role and technology."""
+    if plane.mtu is not None:
+        return plane.mtu
+    if name in EDGE_PLANES and plane.technology == "ethernet":
+        return 1500
+    return DATA_PLANE_MTU[plane.technology]
+
+
+def nic_devices(plane: str, plane_spec: PlaneSpec, nic: NicSpec) -> tuple[str, ...]:
+    """The spec's device names, else ib0.. on InfiniBand and <plane>0.. elsewhere."""
+    if nic.devices is not None:
+        return nic.devices
+    prefix = "ib" if plane_spec.technology == "infiniband" else PLANE_SHORT[plane]
+    return tuple(f"{prefix}{i}" for i in range(nic.count))

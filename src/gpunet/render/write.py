@@ -1,0 +1,33 @@
+"""Writing rendered text to disk: atomic per file, and only when the content changed."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def write_if_changed(path: Path, text: str) -> bool:
+    """Atomically replace `path` with `text`; False (and no write) when it already holds it."""
+    data = text.encode()
+    try:
+        if path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True
+
+
+def write_files(directory: Path, files: dict[str, str]) -> list[str]:
+    """Write every file under `directory`; returns the names that changed."""
+    return [name for name, text in files.items() if write_if_changed(directory / name, text)]

@@ -1,0 +1,21 @@
+"""Built-in example specs, shipped as package data."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+DEFAULT_EXAMPLE = "scalable-unit"
+EXAMPLES = {
+    "one-server": "One server: static address, gateway and DNS on the site network.",
+    "two-servers-direct": "Two GPU servers joined by a direct 100G RoCE cable.",
+    "small-ethernet": "40 GPU nodes on 25G Ethernet spine-leaf, bonded storage NICs.",
+    "scalable-unit": "32 8-GPU servers: 8-rail NDR InfiniBand, storage, management, OOB.",
+    "multi-unit-large": "1024 8-GPU servers: a rail-optimized fabric that needs three tiers.",
+}
+
+
+def example_text(name: str) -> str:
+    """The YAML of a built-in example; KeyError names the known ones."""
+    if name not in EXAMPLES:
+        raise KeyError(f"no example {name!r}; known: {', '.join(EXAMPLES)}")
+    return resources.files("gpunet.spec").joinpath("examples", f"{name}.yaml").read_text()

@@ -1,0 +1,169 @@
+"""Read cluster.yaml into a Spec; every problem comes back located at file:line:col with a hint."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+import yaml
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from gpunet.errors import SpecError, SpecProblem
+from gpunet.model.spec import Spec
+from gpunet.spec.checks import spec_problems
+
+KeyPath = tuple[str | int, ...]
+Mark = tuple[int, int]  # 1-based line, column
+
+HINTS = {
+    "missing": "add this key",
+    "int_parsing": "write a whole number",
+    "int_type": "write a whole number",
+    "float_parsing": "write a number",
+    "string_type": "write a text value (quote it if YAML reads it as a number)",
+    "literal_error": "use one of the values listed",
+    "ip_v4_network": "write an IPv4 network with prefix, e.g. 198.18.0.0/24 (host bits zero)",
+    "ip_v6_network": "write an IPv6 network with prefix, e.g. fd00::/64",
+    "ip_v4_address": "write an IPv4 address, e.g. 198.18.0.1",
+    "ip_any_address": "write an IP address",
+    "greater_than_equal": "raise the value",
+    "less_than_equal": "lower the value",
+    "too_short": "add at least one entry",
+    "dict_type": "write a mapping (key: value lines)",
+    "list_type": "write a list ([a, b] or '- ' lines)",
+    "model_type": "write a mapping (key: value lines)",
+    "string_pattern_mismatch": "use lowercase letters, digits and '-', starting with a letter",
+}
+
+
+@dataclass
+class SourceMap:
+    """Where each key path of a YAML document starts, for error messages."""
+
+    file: str
+    marks: dict[KeyPath, Mark] = field(default_factory=dict)
+
+    def locate(self, problem: SpecProblem) -> SpecProblem:
+        path = problem.path
+        while path and path not in self.marks:
+            path = path[:-1]
+        line, column = self.marks.get(path, (1, 1))
+        return SpecProblem(problem.message, problem.path, problem.hint, self.file, line, column)
+
+
+def load_spec(path: Path) -> tuple[Spec, SourceMap]:
+    """Parse and validate a spec file; raises SpecError listing every located problem."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SpecError([SpecProblem(f"cannot read: {exc.strerror}", file=str(path), line=1, column=1,
+                                     hint="check the path")]) from None
+    return parse_spec(text, str(path))
+
+
+def parse_spec(text: str, file: str = "<spec>") -> tuple[Spec, SourceMap]:
+    data, source = _parse_yaml(text, file)
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError([source.locate(_from_pydantic(e)) for e in exc.errors()]) from None
+    problems = spec_problems(spec)
+    if problems:
+        raise SpecError([source.locate(p) for p in problems])
+    return spec, source
+
+
+def _parse_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
+    source = SourceMap(file)
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        message = getattr(exc, "problem", None) or str(exc)
+        raise SpecError([SpecProblem(f"YAML syntax: {message}", (), "check indentation, colons "
+                                     "and quotes on this line or the one above", file, line, col)]) from None
+    if root is None or not isinstance(data, dict):
+        raise SpecError([SpecProblem("the spec must be a YAML mapping with site, planes and groups",
+                                     (), "start from `gpunet init --example scalable-unit`", file, 1, 1)])
+    duplicates: list[SpecProblem] = []
+    _index(root, (), source, duplicates)
+    if duplicates:
+        raise SpecError(duplicates)
+    return data, source
+
+
+def _index(node: yaml.Node, path: KeyPath, source: SourceMap, duplicates: list[SpecProblem]) -> None:
+    source.marks.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            sub = (*path, key.value)
+            mark = (key.start_mark.line + 1, key.start_mark.column + 1)
+            if key.value in seen:
+                duplicates.append(SpecProblem(f"key {key.value!r} appears twice", sub,
+                                              "keep one; YAML would silently drop the first",
+                                              source.file, *mark))
+            seen.add(key.value)
+            source.marks[sub] = mark
+            _index(value, sub, source, duplicates)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _index(item, (*path, i), source, duplicates)
+
+
+def _from_pydantic(error: ErrorDetails) -> SpecProblem:
+    path = tuple(p for p in error["loc"] if p != "[key]")
+    kind = error["type"]
+    message = error["msg"].removeprefix("Value error, ")
+    if kind == "extra_forbidden":
+        return SpecProblem(f"unknown key {path[-1]!r}", path, _unknown_key_hint(path))
+    if kind == "literal_error" and "[key]" in error["loc"]:
+        return SpecProblem(f"unknown name {path[-1]!r}: {message}", path, HINTS[kind])
+    return SpecProblem(message, path, HINTS.get(kind, _value_hint(message)))
+
+
+def _value_hint(message: str) -> str:
+    if "NodeSet" in message:
+        return "write node names like gpu[001-032] or gpu[01-04],login01"
+    if "speed" in message:
+        return "e.g. 25G, 100G, 400G, or HDR/NDR/XDR on InfiniBand"
+    return "see the README's spec reference"
+
+
+def _unknown_key_hint(path: KeyPath) -> str:
+    known = _fields_at(Spec, path[:-1])
+    close = difflib.get_close_matches(str(path[-1]), known, n=1)
+    if close:
+        return f"did you mean {close[0]!r}?"
+    return f"known keys here: {', '.join(known)}" if known else "remove it"
+
+
+def _fields_at(model: Any, path: KeyPath) -> list[str]:
+    """Field names of the model reached by following `path` through the Spec's annotations."""
+    for step in path:
+        model = _unwrap(model, step)
+    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+
+
+def _unwrap(annotation: Any, step: str | int) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        field_info = annotation.model_fields.get(str(step))
+        return _strip_optional(field_info.annotation) if field_info else None
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin in (list, tuple):
+        return _strip_optional(args[0])
+    if origin is dict:
+        return _strip_optional(args[1])
+    return None
+
+
+def _strip_optional(annotation: Any) -> Any:
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    if get_origin(annotation) is not None and len(args) == 1 and get_origin(annotation) not in (list, tuple, dict):
+        return args[0]
+    return annotation
