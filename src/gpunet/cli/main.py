@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -75,12 +76,16 @@ def _print_plan(result: Plan) -> None:
     head = summary(result)
     stdout.print(f"[bold]{result.site.name}[/bold]: {head['nodes']} nodes, {head['gpus']} GPUs, "
                  f"{len(result.switches)} switches, {len(result.links)} cables")
-    table = Table("plane", "style", "tiers", "endpoints", "leaf", "spine", "core",
-                  "oversub", "bisection Gb/s", "hops")
+    table = Table(caption="switches: leaf/spine/core · oversub: leaf/spine, down:up · bisection: Gb/s", box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    for title in ("plane", "style"):
+        table.add_column(title, no_wrap=True)
+    for title in ("NICs", "switches", "oversub", "bisection", "hops"):
+        table.add_column(title, justify="right", no_wrap=True)
     for c in result.capacity:
-        ratios = " ".join(f"{t} {r:g}:1" for t, r in c.oversubscription.items()) or "-"
-        table.add_row(c.plane, c.style, str(c.tiers), str(c.endpoints), str(c.leaves),
-                      str(c.spines), str(c.cores), ratios, f"{c.bisection_gbps:,.0f}", str(c.max_hops))
+        ratios = "/".join(f"{r:g}:1" for r in c.oversubscription.values()) or "-"
+        table.add_row(c.plane, c.style, str(c.endpoints), f"{c.leaves}/{c.spines}/{c.cores}",
+                      ratios, f"{c.bisection_gbps:,.0f}", str(c.max_hops))
     stdout.print(table)
 
 
