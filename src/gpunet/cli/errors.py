@@ -8,12 +8,12 @@ from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 
+from gpunet.cli.console import stderr
 from gpunet.errors import GpunetError, PlanError, SpecError
 
 EXIT_OK, EXIT_CHECKS_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -33,7 +33,7 @@ def report(error: GpunetError, as_json: bool) -> None:
         print(json.dumps(body, indent=1))
         return
     for line in [str(p) for p in problems] if problems else [str(error)]:
-        stderr.print(f"[red]error[/red] {line}", markup=True, highlight=False)
+        stderr.print(f"[red]error[/red] {escape(line)}", markup=True, highlight=False)
 
 
 def handles_errors(command: Callable[P, R]) -> Callable[P, R]:

@@ -8,11 +8,12 @@ from typing import Annotated
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.table import Table
 
 from gpunet import __version__, api
-from gpunet.cli.errors import EXIT_BAD_INPUT, handles_errors, stderr
+from gpunet.cli import lab
+from gpunet.cli.console import stderr, stdout
+from gpunet.cli.errors import EXIT_BAD_INPUT, handles_errors
 from gpunet.model.plan import Plan
 from gpunet.render.plan_files import summary
 from gpunet.spec.examples import EXAMPLES, example_text
@@ -21,7 +22,7 @@ app = typer.Typer(
     name="gpunet", no_args_is_help=True, add_completion=False,
     help="Design, render, emulate, check, benchmark and monitor a GPU cluster's network.",
 )
-stdout = Console(highlight=False)
+app.add_typer(lab.app, name="lab")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 SpecArg = Annotated[Path, typer.Argument(help="Cluster spec (YAML).", show_default=False)]
 
@@ -76,8 +77,8 @@ def _print_plan(result: Plan) -> None:
     head = summary(result)
     stdout.print(f"[bold]{result.site.name}[/bold]: {head['nodes']} nodes, {head['gpus']} GPUs, "
                  f"{len(result.switches)} switches, {len(result.links)} cables")
-    table = Table(caption="switches: leaf/spine/core · oversub: leaf/spine, down:up · bisection: Gb/s", box=box.SIMPLE_HEAD,
-                  pad_edge=False)
+    table = Table(caption="switches: leaf/spine/core · oversub: leaf/spine, down:up · bisection: Gb/s",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
     for title in ("plane", "style"):
         table.add_column(title, no_wrap=True)
     for title in ("NICs", "switches", "oversub", "bisection", "hops"):

@@ -36,6 +36,13 @@ HINTS = {
     "list_type": "write a list ([a, b] or '- ' lines)",
     "model_type": "write a mapping (key: value lines)",
     "string_pattern_mismatch": "use lowercase letters, digits and '-', starting with a letter",
+    "int_from_float": "write a whole number",
+    "tuple_type": "write a list ('- ' lines)",
+    "invalid_key": "write keys as text (quote them if YAML reads them as numbers or yes/no)",
+}
+# Model validators report at the model's path; these name the key at fault and how to fix it.
+MODEL_ERRORS = {
+    "is an InfiniBand speed": ("speed", "use an Ethernet speed such as 100G or 400G, or technology: infiniband"),
 }
 
 
@@ -61,6 +68,11 @@ def load_spec(path: Path) -> tuple[Spec, SourceMap]:
     except OSError as exc:
         raise SpecError([SpecProblem(f"cannot read: {exc.strerror}", file=str(path), line=1, column=1,
                                      hint="check the path")]) from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[:exc.start].count(b"\n") + 1
+        raise SpecError([SpecProblem(f"not UTF-8 text: byte {exc.object[exc.start]:#04x} cannot be decoded",
+                                     file=str(path), line=line, column=1,
+                                     hint="save the spec as UTF-8 text")]) from None
     return parse_spec(text, str(path))
 
 
@@ -69,7 +81,7 @@ def parse_spec(text: str, file: str = "<spec>") -> tuple[Spec, SourceMap]:
     try:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError([source.locate(_from_pydantic(e)) for e in exc.errors()]) from None
+        raise SpecError([source.locate(_from_pydantic(e)) for e in _real_errors(exc.errors())]) from None
     problems = spec_problems(spec)
     if problems:
         raise SpecError([source.locate(p) for p in problems])
@@ -82,11 +94,7 @@ def _parse_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        message = getattr(exc, "problem", None) or str(exc)
-        raise SpecError([SpecProblem(f"YAML syntax: {message}", (), "check indentation, colons "
-                                     "and quotes on this line or the one above", file, line, col)]) from None
+        raise SpecError([_yaml_problem(exc, text, file)]) from None
     if root is None or not isinstance(data, dict):
         raise SpecError([SpecProblem("the spec must be a YAML mapping with site, planes and groups",
                                      (), "start from `gpunet init --example scalable-unit`", file, 1, 1)])
@@ -95,6 +103,18 @@ def _parse_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
     if duplicates:
         raise SpecError(duplicates)
     return data, source
+
+
+def _yaml_problem(exc: yaml.YAMLError, text: str, file: str) -> SpecProblem:
+    mark = getattr(exc, "problem_mark", None)
+    line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    message = getattr(exc, "problem", None) or str(exc)
+    if isinstance(exc, yaml.reader.ReaderError):  # a control character: no mark, only a position
+        before = text[:exc.position]
+        line, col = before.count("\n") + 1, exc.position - before.rfind("\n")
+        message = f"unacceptable character #x{exc.character:04x}: {exc.reason}"
+    return SpecProblem(f"YAML syntax: {message}", (), "check indentation, colons and quotes on this "
+                       "line or the one above", file, line, col)
 
 
 def _index(node: yaml.Node, path: KeyPath, source: SourceMap, duplicates: list[SpecProblem]) -> None:
@@ -110,10 +130,20 @@ def _index(node: yaml.Node, path: KeyPath, source: SourceMap, duplicates: list[S
                                               source.file, *mark))
             seen.add(key.value)
             source.marks[sub] = mark
+            if isinstance(key, yaml.ScalarNode) and key.tag != "tag:yaml.org,2002:str":
+                # a key such as 1 or yes reaches pydantic as int/bool: locate that path too
+                source.marks.setdefault((*path, yaml.SafeLoader("").construct_object(key)), mark)
             _index(value, sub, source, duplicates)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _index(item, (*path, i), source, duplicates)
+
+
+def _real_errors(errors: list[ErrorDetails]) -> list[ErrorDetails]:
+    """Drop pydantic's "at least 1 item after validation, not 0" on a list whose items failed:
+    the list has items, and their own errors say what is wrong."""
+    above = {e["loc"][:i] for e in errors for i in range(len(e["loc"]))}
+    return [e for e in errors if not (e["type"] == "too_short" and e["loc"] in above)]
 
 
 def _from_pydantic(error: ErrorDetails) -> SpecProblem:
@@ -124,6 +154,11 @@ def _from_pydantic(error: ErrorDetails) -> SpecProblem:
         return SpecProblem(f"unknown key {path[-1]!r}", path, _unknown_key_hint(path))
     if kind == "literal_error" and "[key]" in error["loc"]:
         return SpecProblem(f"unknown name {path[-1]!r}: {message}", path, HINTS[kind])
+    if kind == "string_pattern_mismatch":  # the regex means little to a reader; the hint says it
+        return SpecProblem(f"{error['input']!r} is not a valid name", path, HINTS[kind])
+    for text, (key, hint) in MODEL_ERRORS.items():
+        if kind == "value_error" and text in message:
+            return SpecProblem(message, (*path, key), hint)
     return SpecProblem(message, path, HINTS.get(kind, _value_hint(message)))
 
 
@@ -132,6 +167,8 @@ def _value_hint(message: str) -> str:
         return "write node names like gpu[001-032] or gpu[01-04],login01"
     if "speed" in message:
         return "e.g. 25G, 100G, 400G, or HDR/NDR/XDR on InfiniBand"
+    if "ratio" in message:
+        return "write down:up as '3:1' (from 1:1 to 64:1) or a number such as 3"
     return "see the README's spec reference"
 
 

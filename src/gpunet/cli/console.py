@@ -1,0 +1,8 @@
+"""The two consoles every command prints to: results on stdout, progress and errors on stderr."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+stdout = Console(highlight=False)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -1,0 +1,144 @@
+"""`gpunet lab ...`: the Plan built in network namespaces (root needed)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import Progress
+from rich.table import Table
+
+from gpunet import api
+from gpunet.cli.console import stderr, stdout
+from gpunet.cli.errors import handles_errors
+from gpunet.lab import build, faults
+from gpunet.lab.state import LabState
+from gpunet.model.io import read_plan
+from gpunet.model.plan import Plan
+
+app = typer.Typer(help="Build the Plan in Linux network namespaces, break it on purpose, tear it down.",
+                  no_args_is_help=True)
+IdOpt = Annotated[str, typer.Option("--id", help="Lab id (1-4 lowercase letters/digits), in every name.")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+def _plan(source: Path | None) -> Plan:
+    if source is not None and source.suffix == ".json":
+        return read_plan(source)
+    return api.plan_spec(source)
+
+
+@app.command()
+@handles_errors
+def up(
+    source: Annotated[Path | None, typer.Argument(help="plan.json or spec YAML; default: built-in example.")] = None,
+    lab_id: IdOpt = "a",
+    max_nodes: Annotated[int, typer.Option(help="Slice larger plans to this many servers.", min=2)] = 16,
+    scale: Annotated[float, typer.Option(help="Lab Mbit/s per plan Gbit/s on shaped links.")] = 1.0,
+    as_json: JsonFlag = False,
+) -> None:
+    """Build (or find, if already up) the lab; idempotent."""
+    plan = _plan(source)
+    with Progress(console=stderr, transient=True) as bar:
+        task = bar.add_task("lab up", total=8)
+        state = build.lab_up(plan, lab_id, max_nodes=max_nodes, scale=scale,
+                             progress=lambda step, done, total: bar.update(task, completed=done, description=step))
+    _print_state(state, as_json)
+
+
+@app.command()
+@handles_errors
+def status(lab_id: Annotated[str | None, typer.Option("--id")] = None, as_json: JsonFlag = False) -> None:
+    """What is up: servers, management addresses, plan ↔ lab address map, faults, notes."""
+    states = build.lab_status(lab_id)
+    if as_json:
+        print(json.dumps([s.model_dump(mode="json") for s in states], indent=1))
+        return
+    if not states:
+        stderr.print("no lab is up")
+    for state in states:
+        _print_state(state, False)
+
+
+def _print_state(state: LabState, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(state.model_dump(mode="json"), indent=1))
+        return
+    table = Table(title=f"lab {state.lab_id} ({state.status}) in {state.block}; host {state.host_address}")
+    for column in ("server", "namespace", "management"):
+        table.add_column(column, no_wrap=True)
+    for node, ns in sorted(state.servers.items()):
+        table.add_row(node, ns, state.mgmt_addresses.get(node, "-"))
+    stdout.print(table)
+    for fault in state.faults:
+        stdout.print(f"fault: {fault.cable}: {fault.kind} {fault.value}")
+    for note in state.notes:
+        stdout.print(f"note: {note}")
+
+
+@app.command(name="exec", context_settings={"allow_interspersed_args": False})
+@handles_errors
+def exec_(
+    node: Annotated[str, typer.Argument(help="Server name as in the plan.")],
+    command: Annotated[list[str], typer.Argument(help="Command and arguments (after --).")],
+    lab_id: IdOpt = "a",
+) -> None:
+    """Run a command inside a lab server (its network, hostname and /etc/hosts)."""
+    code = subprocess.run(build.node_argv(lab_id, node, command), check=False).returncode
+    raise typer.Exit(code)
+
+
+@app.command()
+@handles_errors
+def fault(
+    target: Annotated[str, typer.Argument(help="One end of a cable, DEVICE:PORT (gpu001:ib0, comp-leaf001:33).")],
+    loss: Annotated[float | None, typer.Option(help="Drop this percentage of packets (nftables numgen).")] = None,
+    down: Annotated[bool, typer.Option("--down", help="Take the link down.")] = False,
+    mtu: Annotated[int | None, typer.Option(help="Set this MTU on both ends.")] = None,
+    rate: Annotated[str | None, typer.Option(help="Shape to this rate, tc units (100mbit).")] = None,
+    delay: Annotated[str | None, typer.Option(help="Add delay (needs netem, e.g. 5ms).")] = None,
+    lab_id: IdOpt = "a",
+    as_json: JsonFlag = False,
+) -> None:
+    """Break one cable on purpose."""
+    wanted = {"loss": None if loss is None else str(loss), "down": "yes" if down else None,
+              "mtu": None if mtu is None else str(mtu), "rate": rate, "delay": delay}
+    chosen = {k: v for k, v in wanted.items() if v is not None}
+    if len(chosen) != 1:
+        stderr.print("[red]error[/red] give exactly one of --loss, --down, --mtu, --rate, --delay")
+        raise typer.Exit(2)
+    (kind, value), = chosen.items()
+    result = faults.apply_fault(lab_id, target, kind, "" if kind == "down" else value)
+    if as_json:
+        print(result.model_dump_json())
+    else:
+        stdout.print(f"{result.cable}: {result.kind} {result.value}")
+
+
+@app.command()
+@handles_errors
+def heal(
+    target: Annotated[str | None, typer.Argument(help="One end of a faulted cable; all when omitted.")] = None,
+    lab_id: IdOpt = "a",
+    as_json: JsonFlag = False,
+) -> None:
+    """Undo faults."""
+    healed = faults.heal(lab_id, target)
+    if as_json:
+        print(json.dumps([f.model_dump() for f in healed]))
+    else:
+        stdout.print(f"healed {len(healed)} fault(s)")
+
+
+@app.command(name="down")
+@handles_errors
+def down_(lab_id: IdOpt = "a", as_json: JsonFlag = False) -> None:
+    """Remove everything the lab made (also after a crash); safe to repeat."""
+    removed = build.lab_down(lab_id)
+    if as_json:
+        print(json.dumps({"lab": lab_id, "namespaces_removed": len(removed)}))
+    else:
+        stdout.print(f"lab {lab_id}: removed {len(removed)} namespace(s)")

@@ -1,0 +1,226 @@
+"""What a lab is made of, computed from a Plan without touching the system: namespaces, veth
+cables with shaped rates, addresses, routes and sysctls. lab/build.py carries it out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from ipaddress import IPv4Interface, IPv4Network
+
+from gpunet.lab.addressing import LAB_RANGE, BlockCarver, PlaneAddressing, lab_block, plane_addressing
+from gpunet.lab.routes import host_routes
+from gpunet.model.plan import Interface, Link, Node, Plan
+
+HOST_PORT = "host"  # the switch port the host's veth plugs into
+DEFAULT_SCALE_MBIT_PER_GBIT = 1.0  # 400G in the plan is 400 Mbit/s in the lab
+
+
+@dataclass(frozen=True)
+class Veth:
+    """One cable: a veth pair between two namespaces (ns "" is the host)."""
+
+    a_ns: str
+    a_if: str
+    b_ns: str
+    b_if: str
+    mtu: int
+    mbit: float
+    plane: str
+    cable: str  # "gpu001:ib0 comp-leaf001:1": how users name it in `lab fault`
+
+
+@dataclass
+class Namespace:
+    name: str
+    kind: str  # server | router | bridge
+    device: str  # the plan's node or switch name
+    sysctls: dict[str, str] = field(default_factory=dict)
+    commands: list[str] = field(default_factory=list)  # `ip -batch` lines run inside
+
+
+@dataclass
+class Blueprint:
+    lab_id: str
+    block: IPv4Network
+    namespaces: list[Namespace]
+    veths: list[Veth]
+    host_if: str
+    host_address: IPv4Interface
+    mgmt_subnet: IPv4Network
+    address_map: dict[str, str]  # "node/interface" -> "plan address -> lab address"
+    mgmt_addresses: dict[str, str]  # node -> lab management address (no prefix)
+    hosts_file: str
+    notes: list[str]
+
+
+def ns_name(lab_id: str, device: str) -> str:
+    return f"gn{lab_id}-{device}"
+
+
+def port_if(port: str) -> str:
+    return port if not port.isdigit() else f"p{port}"
+
+
+def build_blueprint(plan: Plan, lab_id: str, slot: int, scale: float = DEFAULT_SCALE_MBIT_PER_GBIT) -> Blueprint:
+    block = lab_block(slot)
+    carver = BlockCarver(block)
+    addressing = plane_addressing(plan, carver)
+    mgmt = _management_plane(plan)
+    bridged = {c.plane for c in plan.capacity if c.style == "single-switch"}
+    ns = {n.name: ns_name(lab_id, n.name) for n in plan.nodes} | {
+        s.name: ns_name(lab_id, s.name) for s in plan.switches}
+    lab_addr = _lab_addresses(plan, addressing)
+    mtu: dict[str, int] = {p.name: p.mtu for p in plan.planes}
+    veths = [_veth(c, ns, mtu[c.plane], scale) for c in plan.links]
+    host_if, mgmt_leaf = f"gn{lab_id}h", _first_leaf(plan, mgmt)
+    host_addr = addressing[mgmt].host_address(next(p.gateway for p in plan.planes if p.name == mgmt))
+    veths.append(Veth("", host_if, ns[mgmt_leaf], HOST_PORT, mtu[mgmt], 0, mgmt, f"host {mgmt_leaf}:{HOST_PORT}"))
+    p2p = _p2p_addresses(plan, carver)
+    loopbacks = dict(zip((s.name for s in plan.switches), carver.take(len(plan.switches) + 2).hosts(), strict=False))
+    routes = host_routes(plan, lab_addr, p2p, {mgmt: [(mgmt_leaf, HOST_PORT, str(host_addr.ip))]})
+    namespaces = [_server_ns(n, ns[n.name], lab_addr) for n in plan.nodes]
+    for s in plan.switches:
+        kind = "bridge" if s.plane in bridged else "router"
+        switch = _switch_ns(s.name, ns[s.name], kind, mtu[s.plane])
+        if kind == "router":
+            switch.commands += [f"addr add {loopbacks[s.name]}/32 dev lo"]
+            switch.commands += [f"addr add {a} dev {port_if(p)}" for (d, p), a in p2p.items() if d == s.name]
+            switch.commands += routes.get(s.name, [])
+        namespaces.append(switch)
+    _port_commands(namespaces, veths)
+    return Blueprint(
+        lab_id=lab_id, block=block, namespaces=namespaces, veths=veths, host_if=host_if,
+        host_address=host_addr, mgmt_subnet=addressing[mgmt].lab_subnet,
+        address_map={f"{n}/{i}": f"{_plan_address(plan, n, i)} -> {a}" for (n, i), a in lab_addr.items()},
+        mgmt_addresses={n: str(a.ip) for (n, _), a in lab_addr.items() if _plane_of(plan, n, a, addressing) == mgmt},
+        hosts_file=_hosts_file(plan, lab_addr), notes=_notes(plan),
+    )
+
+
+def _plane_of(plan: Plan, node: str, address: IPv4Interface, addressing: dict[str, PlaneAddressing]) -> str:
+    return next(name for name, a in addressing.items() if address in a.lab_subnet)
+
+
+def _port_commands(namespaces: list[Namespace], veths: list[Veth]) -> None:
+    """Bring every switch port up at its plane's MTU (bridge ports join br0) before routes."""
+    by_name = {n.name: n for n in namespaces}
+    for v in veths:
+        for ns_name_, ifname in ((v.a_ns, v.a_if), (v.b_ns, v.b_if)):
+            target = by_name.get(ns_name_)
+            if target is None or target.kind == "server":
+                continue
+            master = " master br0" if target.kind == "bridge" else ""
+            target.commands.insert(target.commands.index("link set lo up") + 1 + (2 if master else 0),
+                                   f"link set {ifname} mtu {v.mtu}{master} up")
+
+
+def _management_plane(plan: Plan) -> str:
+    names = [p.name for p in plan.planes]
+    return "management" if "management" in names else names[0]
+
+
+def _first_leaf(plan: Plan, plane: str) -> str:
+    return next(s.name for s in plan.switches if s.plane == plane and s.tier == "leaf")
+
+
+def _veth(link: Link, ns: dict[str, str], mtu: int, scale: float) -> Veth:
+    cable = f"{link.a.device}:{link.a.port} {link.b.device}:{link.b.port}"
+    return Veth(ns[link.a.device], port_if(link.a.port), ns[link.b.device], port_if(link.b.port),
+                mtu, link.gbps * scale, link.plane, cable)
+
+
+def _addressed_interface(node: Node, iface: Interface) -> str:
+    """The device carrying an address in the lab: no bonding in this kernel, so a bond's address
+    sits on its first member."""
+    return iface.members[0] if iface.members else iface.name
+
+
+def _lab_addresses(plan: Plan, addressing: dict[str, PlaneAddressing]) -> dict[tuple[str, str], IPv4Interface]:
+    return {
+        (n.name, _addressed_interface(n, i)): addressing[i.plane].to_lab(i.address)
+        for n in plan.nodes for i in n.interfaces if i.address
+    }
+
+
+def _plan_address(plan: Plan, node: str, device: str) -> str:
+    n = next(x for x in plan.nodes if x.name == node)
+    return next(i.address for i in n.interfaces if _addressed_interface(n, i) == device and i.address) or ""
+
+
+def _p2p_addresses(plan: Plan, carver: BlockCarver) -> dict[tuple[str, str], IPv4Interface]:
+    """A /31 per switch-to-switch cable: (device, port) -> address on that end."""
+    inter = [c for c in plan.links if c.tier in ("leaf_spine", "spine_core")]
+    pool = carver.take(2 * len(inter) + 2) if inter else None
+    result: dict[tuple[str, str], IPv4Interface] = {}
+    for i, c in enumerate(inter):
+        assert pool is not None
+        base = int(pool.network_address) + 2 * i
+        result[c.a.device, c.a.port] = IPv4Interface((base, 31))
+        result[c.b.device, c.b.port] = IPv4Interface((base + 1, 31))
+    return result
+
+
+def _server_ns(node: Node, name: str, lab_addr: dict[tuple[str, str], IPv4Interface]) -> Namespace:
+    """Links up at the plane MTU, addresses, and one routing table per NIC where several NICs
+    share a subnet, so replies leave by the NIC they came in on."""
+    ns = Namespace(name, "server", node.name, sysctls={
+        "net.ipv4.conf.all.arp_ignore": "1", "net.ipv4.conf.all.arp_announce": "2",
+        "net.ipv4.conf.all.rp_filter": "0", "net.ipv4.conf.default.rp_filter": "0",
+        "net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
+    })
+    ns.commands.append("link set lo up")
+    cabled = {i.name for i in node.interfaces if i.cabled}
+    for iface in node.interfaces:
+        if iface.name in cabled:
+            ns.commands.append(f"link set {iface.name} mtu {iface.mtu} up")
+    per_plane: dict[str, list[tuple[str, IPv4Interface]]] = {}
+    for (n, dev), addr in lab_addr.items():
+        if n == node.name:
+            ns.commands.append(f"addr add {addr} dev {dev}")
+            plane = next(i.plane for i in node.interfaces if i.name == dev)
+            per_plane.setdefault(plane, []).append((dev, addr))
+    table = 100
+    for members in per_plane.values():
+        if len(members) > 1:
+            for dev, addr in members:
+                ns.commands += [f"rule add from {addr.ip} lookup {table}",
+                                f"route add {addr.network} dev {dev} src {addr.ip} table {table}"]
+                table += 1
+    return ns
+
+
+def _switch_ns(device: str, name: str, kind: str, mtu: int) -> Namespace:
+    """A routed switch forwards with ECMP hashed on L4 ports and answers ARP for the hosts it
+    routes to (hosts of one plane share a subnet across leaves); a bridge is one flat L2 switch."""
+    no_v6 = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
+    if kind == "bridge":
+        return Namespace(name, kind, device, sysctls=no_v6,
+                         commands=["link set lo up", f"link add br0 mtu {mtu} type bridge", "link set br0 up"])
+    return Namespace(name, kind, device, commands=["link set lo up"], sysctls=no_v6 | {
+        "net.ipv4.ip_forward": "1", "net.ipv4.fib_multipath_hash_policy": "1",
+        "net.ipv4.conf.all.proxy_arp": "1", "net.ipv4.conf.all.rp_filter": "0",
+        "net.ipv4.conf.default.rp_filter": "0",
+    })
+
+
+def _hosts_file(plan: Plan, lab_addr: dict[tuple[str, str], IPv4Interface]) -> str:
+    lines = ["127.0.0.1\tlocalhost"]
+    for n in plan.nodes:
+        for i in n.interfaces:
+            dev = _addressed_interface(n, i)
+            if i.address and i.hostname and (n.name, dev) in lab_addr:
+                lines.append(f"{lab_addr[n.name, dev].ip}\t{i.hostname}")
+    return "\n".join(lines) + "\n"
+
+
+def _notes(plan: Plan) -> list[str]:
+    notes = [f"lab addresses are in {LAB_RANGE} (plan subnets re-homed, host index kept)"]
+    techs = {p.technology for p in plan.planes}
+    if techs & {"infiniband", "roce"}:
+        notes.append("InfiniBand and RoCE planes are IP links here (this kernel has no RDMA): same "
+                     "topology, addressing and MTU, no verbs")
+    if any(i.bond for n in plan.nodes for i in n.interfaces):
+        notes.append("no bonding in this kernel: a bond's address sits on its first member; the other "
+                     "members are cabled and idle")
+    if any(p.vlan for p in plan.planes):
+        notes.append("no 802.1Q in this kernel: VLAN tags are left out")
+    return notes

@@ -1,0 +1,200 @@
+"""lab up / down / status / exec: carry out a Blueprint, record it, and undo it."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from gpunet.lab.addressing import LAB_RANGE, LabError
+from gpunet.lab.blueprint import Blueprint, Namespace, build_blueprint
+from gpunet.lab.netns import (
+    existing_namespaces,
+    ip_batch,
+    kill_pids,
+    pids_in_namespaces,
+    set_sysctls,
+    tbf_line,
+    tc_batch,
+)
+from gpunet.lab.slice import slice_plan
+from gpunet.lab.sshd import start_sshd, write_ssh_files
+from gpunet.lab.state import LabState, VethState, all_states, free_slot, lab_dir, read_state, write_state
+from gpunet.model.plan import Plan
+from gpunet.runner import CommandRunner, run_local
+
+Progress = Callable[[str, int, int], None]  # (step, done, total)
+ETC_NETNS = Path("/etc/netns")
+
+
+def _silent(step: str, done: int, total: int) -> None:
+    del step, done, total
+
+
+def plan_digest(plan: Plan) -> str:
+    return hashlib.sha256(plan.model_dump_json().encode()).hexdigest()[:16]
+
+
+def lab_up(
+    plan: Plan, lab_id: str, *, max_nodes: int = 16, scale: float = 1.0,
+    run: CommandRunner = run_local, progress: Progress = _silent,
+) -> LabState:
+    """Build the (sliced) plan in namespaces; idempotent for the same plan and id."""
+    _check_id(lab_id)
+    sliced = slice_plan(plan, max_nodes)
+    digest = plan_digest(sliced)
+    current = read_state(lab_id)
+    if current is not None and current.status == "up":
+        if current.plan_digest != digest:
+            raise LabError(f"lab {lab_id} is up with another plan; `gpunet lab down --id {lab_id}` first")
+        return current
+    if current is not None:
+        lab_down(lab_id, run)  # a half-built lab from a crash: start clean
+    blueprint = build_blueprint(sliced, lab_id, free_slot(lab_id), scale)
+    state = _state(blueprint, free_slot(lab_id), digest, scale, "building")
+    write_state(state)  # before anything exists, so `down` can always find what to remove
+    _create(blueprint, run, progress)
+    state = state.model_copy(update={"status": "up"})
+    write_state(state)
+    return state
+
+
+def _check_id(lab_id: str) -> None:
+    if not (lab_id.isalnum() and lab_id.islower() and 1 <= len(lab_id) <= 4):
+        raise LabError(f"lab id {lab_id!r}: use 1-4 lowercase letters or digits (it goes in every name)")
+
+
+def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> LabState:
+    return LabState(
+        lab_id=bp.lab_id, slot=slot, status=status, plan_digest=digest, block=str(bp.block),
+        host_if=bp.host_if, host_address=str(bp.host_address), mgmt_subnet=str(bp.mgmt_subnet),
+        namespaces={n.name: n.kind for n in bp.namespaces},
+        servers={n.device: n.name for n in bp.namespaces if n.kind == "server"},
+        mgmt_addresses=bp.mgmt_addresses, address_map=bp.address_map,
+        veths=tuple(VethState(**v.__dict__) for v in bp.veths), notes=tuple(bp.notes),
+        scale_mbit_per_gbit=scale,
+    )
+
+
+def _create(bp: Blueprint, run: CommandRunner, progress: Progress) -> None:
+    steps: list[tuple[str, Callable[[], None]]] = [
+        ("namespaces", lambda: ip_batch(run, (f"netns add {n.name}" for n in bp.namespaces))),
+        ("sysctls", lambda: _each(bp, lambda n: set_sysctls(run, n.name, n.sysctls))),
+        ("cables", lambda: ip_batch(run, (_veth_line(v.a_ns, v.a_if, v.b_ns, v.b_if) for v in bp.veths))),
+        ("addresses and routes", lambda: _each(bp, lambda n: ip_batch(run, n.commands, n.name))),
+        ("shaping", lambda: _shape(bp, run)),
+        ("host route", lambda: _host_side(bp, run)),
+        ("names", lambda: _names(bp, run)),
+        ("sshd", lambda: _sshd(bp, run)),
+    ]
+    for done, (name, step) in enumerate(steps):
+        progress(name, done, len(steps))
+        step()
+    progress("up", len(steps), len(steps))
+
+
+def _each(bp: Blueprint, action: Callable[[Namespace], None]) -> None:
+    for namespace in bp.namespaces:
+        action(namespace)
+
+
+def _veth_line(a_ns: str, a_if: str, b_ns: str, b_if: str) -> str:
+    where_a = f" netns {a_ns}" if a_ns else ""
+    return f"link add {a_if}{where_a} type veth peer name {b_if} netns {b_ns}"
+
+
+def _shape(bp: Blueprint, run: CommandRunner) -> None:
+    per_ns: dict[str, list[str]] = defaultdict(list)
+    for v in bp.veths:
+        if v.mbit > 0:
+            per_ns[v.a_ns].append(tbf_line(v.a_if, v.mbit, v.mtu))
+            per_ns[v.b_ns].append(tbf_line(v.b_if, v.mbit, v.mtu))
+    for ns, lines in per_ns.items():
+        tc_batch(run, lines, ns)
+
+
+def _host_side(bp: Blueprint, run: CommandRunner) -> None:
+    """One veth to the management plane, and nothing else of 198.18.0.0/15 reachable."""
+    ip_batch(run, [f"addr add {bp.host_address} dev {bp.host_if}", f"link set {bp.host_if} up",
+                   f"route replace unreachable {LAB_RANGE}"])
+
+
+def _names(bp: Blueprint, run: CommandRunner) -> None:
+    """Hostname per server (a persistent UTS namespace) and /etc/hosts (via /etc/netns)."""
+    uts = lab_dir(bp.lab_id) / "uts"
+    uts.mkdir(exist_ok=True)
+    for ns in bp.namespaces:
+        if ns.kind != "server":
+            continue
+        (uts / ns.name).touch()
+        run(["unshare", f"--uts={uts / ns.name}", "hostname", ns.device])
+        (ETC_NETNS / ns.name).mkdir(parents=True, exist_ok=True)
+        (ETC_NETNS / ns.name / "hosts").write_text(bp.hosts_file)
+
+
+def _sshd(bp: Blueprint, run: CommandRunner) -> None:
+    write_ssh_files(lab_dir(bp.lab_id), run)
+    for ns in bp.namespaces:
+        if ns.kind == "server" and ns.device in bp.mgmt_addresses:
+            start_sshd(lab_dir(bp.lab_id), ns.device, bp.mgmt_addresses[ns.device],
+                       node_argv_for(bp.lab_id, ns.device, ns.name, []), run)
+
+
+def node_argv_for(lab_id: str, node: str, namespace: str, command: Sequence[str]) -> list[str]:
+    uts = lab_dir(lab_id) / "uts" / namespace
+    return ["nsenter", f"--uts={uts}", "ip", "netns", "exec", namespace, *command]
+
+
+def node_argv(lab_id: str, node: str, command: Sequence[str]) -> list[str]:
+    """argv that runs `command` inside a lab server (its network, hostname and /etc/hosts)."""
+    state = _require(lab_id)
+    if node not in state.servers:
+        raise LabError(f"no server {node!r} in lab {lab_id}; servers: {', '.join(sorted(state.servers))}")
+    return node_argv_for(lab_id, node, state.servers[node], command)
+
+
+def lab_exec(lab_id: str, node: str, command: Sequence[str], run: CommandRunner = run_local,
+             timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return run(node_argv(lab_id, node, command), check=False, timeout=timeout)
+
+
+def _require(lab_id: str) -> LabState:
+    state = read_state(lab_id)
+    if state is None:
+        raise LabError(f"no lab {lab_id!r}; `gpunet lab up` builds one")
+    return state
+
+
+def lab_status(lab_id: str | None = None) -> list[LabState]:
+    if lab_id is None:
+        return all_states()
+    return [_require(lab_id)]
+
+
+def lab_down(lab_id: str, run: CommandRunner = run_local) -> list[str]:
+    """Remove everything the state file names; safe to repeat and after a crash. Returns the
+    namespaces removed."""
+    state = read_state(lab_id)
+    if state is None:
+        return []
+    names = set(state.namespaces)
+    kill_pids(pids_in_namespaces(names))  # sshd and anything `lab exec` left running
+    present = sorted(names & existing_namespaces())
+    ip_batch(run, (f"netns del {n}" for n in present), force=True)
+    ip_batch(run, [f"link del {state.host_if}"], force=True)
+    _remove_names(state, run)
+    if not [s for s in all_states() if s.lab_id != lab_id]:
+        ip_batch(run, [f"route del unreachable {LAB_RANGE}"], force=True)
+    shutil.rmtree(lab_dir(lab_id), ignore_errors=True)
+    return present
+
+
+def _remove_names(state: LabState, run: CommandRunner) -> None:
+    uts = lab_dir(state.lab_id) / "uts"
+    for ns in state.namespaces:
+        if (uts / ns).exists():
+            run(["umount", str(uts / ns)], check=False)
+        shutil.rmtree(ETC_NETNS / ns, ignore_errors=True)

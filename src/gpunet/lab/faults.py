@@ -1,0 +1,116 @@
+"""Breaking the lab on purpose: loss (nftables numgen), link down, MTU, rate; and healing."""
+
+from __future__ import annotations
+
+import re
+
+from gpunet.lab.addressing import LabError
+from gpunet.lab.netns import tbf_line
+from gpunet.lab.state import Fault, LabState, VethState, read_state, write_state
+from gpunet.runner import CommandRunner, run_local
+
+RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")
+UNIT_MBIT = {"kbit": 1e-3, "mbit": 1.0, "gbit": 1e3}
+
+
+def find_cable(state: LabState, target: str) -> VethState:
+    """A cable by either end, `device:port` as in cabling.csv (gpu001:ib0, comp-leaf001:33)."""
+    matches = [v for v in state.veths if target in v.cable.split(" ")]
+    if not matches:
+        ends = ", ".join(v.cable.split(" ")[0] for v in state.veths[:3])
+        raise LabError(f"no cable end {target!r} in lab {state.lab_id}; name one end as DEVICE:PORT, e.g. {ends}")
+    return matches[0]
+
+
+def _ends(v: VethState) -> list[tuple[str, str]]:
+    return [(ns, dev) for ns, dev in ((v.a_ns, v.a_if), (v.b_ns, v.b_if)) if ns]
+
+
+def _ip(ns: str) -> list[str]:
+    return ["ip", "-n", ns]
+
+
+def loss_script(dev: str, percent: float) -> str:
+    """Drop `percent` of packets arriving on `dev` (both ends get one, so both directions lose)."""
+    table = f"gnloss_{dev}"
+    return (f"table netdev {table} {{\n chain ingress {{\n  type filter hook ingress device \"{dev}\" priority 0;\n"
+            f"  numgen random mod 10000 < {round(percent * 100)} drop\n }}\n}}\n")
+
+
+def apply_fault(lab_id: str, target: str, kind: str, value: str = "", run: CommandRunner = run_local) -> Fault:
+    state = _state(lab_id)
+    cable = find_cable(state, target)
+    for ns, dev in _ends(cable):
+        _apply_end(ns, dev, cable, kind=kind, value=value, run=run)
+    fault = Fault(cable=cable.cable, kind=kind, value=value)
+    kept = tuple(f for f in state.faults if not (f.cable == fault.cable and f.kind == kind))
+    write_state(state.model_copy(update={"faults": (*kept, fault)}))
+    return fault
+
+
+def _apply_end(ns: str, dev: str, cable: VethState, *, kind: str, value: str, run: CommandRunner) -> None:
+    if kind == "loss":
+        percent = float(value)
+        if not 0 < percent <= 100:
+            raise LabError("--loss takes a percentage in (0, 100]")
+        run(["ip", "netns", "exec", ns, "nft", "delete", "table", "netdev", f"gnloss_{dev}"], check=False)
+        run(["ip", "netns", "exec", ns, "nft", "-f", "-"], stdin=loss_script(dev, percent))
+    elif kind == "down":
+        run([*_ip(ns), "link", "set", dev, "down"])
+    elif kind == "mtu":
+        run([*_ip(ns), "link", "set", dev, "mtu", str(int(value))])
+    elif kind == "rate":
+        run(["tc", "-n", ns, *tbf_line(dev, parse_rate(value), cable.mtu).split()])
+    elif kind == "delay":
+        _delay(ns, dev, value, run)
+    else:
+        raise LabError(f"unknown fault {kind!r}")
+
+
+def _delay(ns: str, dev: str, value: str, run: CommandRunner) -> None:
+    done = run(["tc", "-n", ns, "qdisc", "replace", "dev", dev, "root", "netem", "delay", value], check=False)
+    if done.returncode != 0:
+        reason = "this kernel has no netem" if "unknown" in done.stderr.lower() else done.stderr.strip()
+        raise LabError(f"--delay needs the netem qdisc: {reason}; loss, down, mtu and rate still work")
+
+
+def parse_rate(text: str) -> float:
+    """'100mbit' -> 100.0 (Mbit/s), like tc's own units."""
+    match = RATE.match(text.strip().lower())
+    if not match:
+        raise LabError(f"rate {text!r}: write it as tc does, e.g. 100mbit, 1gbit, 500kbit")
+    return float(match[1]) * UNIT_MBIT[match[2]]
+
+
+def heal(lab_id: str, target: str | None = None, run: CommandRunner = run_local) -> list[Fault]:
+    """Undo every fault, or those on one cable; returns what was healed."""
+    state = _state(lab_id)
+    chosen = find_cable(state, target).cable if target else None
+    healed = [f for f in state.faults if chosen is None or f.cable == chosen]
+    by_cable = {v.cable: v for v in state.veths}
+    for fault in healed:
+        for ns, dev in _ends(by_cable[fault.cable]):
+            _undo_end(ns, dev, by_cable[fault.cable], fault.kind, run)
+    write_state(state.model_copy(update={"faults": tuple(f for f in state.faults if f not in healed)}))
+    return healed
+
+
+def _undo_end(ns: str, dev: str, cable: VethState, kind: str, run: CommandRunner) -> None:
+    if kind == "loss":
+        run(["ip", "netns", "exec", ns, "nft", "delete", "table", "netdev", f"gnloss_{dev}"], check=False)
+    elif kind == "down":
+        run([*_ip(ns), "link", "set", dev, "up"])
+    elif kind == "mtu":
+        run([*_ip(ns), "link", "set", dev, "mtu", str(cable.mtu)])
+    elif kind in ("rate", "delay"):
+        if cable.mbit > 0:
+            run(["tc", "-n", ns, *tbf_line(dev, cable.mbit, cable.mtu).split()])
+        else:
+            run(["tc", "-n", ns, "qdisc", "del", "dev", dev, "root"], check=False)
+
+
+def _state(lab_id: str) -> LabState:
+    state = read_state(lab_id)
+    if state is None or state.status != "up":
+        raise LabError(f"no lab {lab_id!r} is up; `gpunet lab up` builds one")
+    return state

@@ -1,0 +1,86 @@
+"""The few system operations the lab needs, each through an injected CommandRunner."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from gpunet.runner import CommandRunner
+
+NETNS_DIR = Path("/run/netns")
+
+
+def ip_batch(run: CommandRunner, lines: Iterable[str], ns: str | None = None, force: bool = False) -> None:
+    """Many `ip` commands in one process: thousands of routes take a fraction of a second."""
+    text = "\n".join(lines)
+    if not text:
+        return
+    argv = ["ip", *(["-n", ns] if ns else []), *(["-force"] if force else []), "-batch", "-"]
+    run(argv, stdin=text + "\n", check=not force)
+
+
+def tc_batch(run: CommandRunner, lines: Iterable[str], ns: str) -> None:
+    text = "\n".join(lines)
+    if text:
+        run(["tc", "-n", ns, "-batch", "-"], stdin=text + "\n")
+
+
+def set_sysctls(run: CommandRunner, ns: str, values: dict[str, str]) -> None:
+    if values:
+        run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", *(f"{k}={v}" for k, v in values.items())])
+
+
+def existing_namespaces() -> set[str]:
+    return {p.name for p in NETNS_DIR.iterdir()} if NETNS_DIR.exists() else set()
+
+
+def pids_in_namespaces(names: Iterable[str]) -> list[int]:
+    """PIDs whose network namespace is one of `names` (compared by inode, like `ip netns pids`)."""
+    inodes = set()
+    for name in names:
+        try:
+            inodes.add((NETNS_DIR / name).stat().st_ino)
+        except OSError:
+            continue
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "ns/net").stat().st_ino in inodes:
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+def kill_pids(pids: Iterable[int], wait_s: float = 3.0) -> None:
+    """SIGKILL each, then wait until they are gone (a zombie counts as gone: it runs nothing)."""
+    killed = []
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
+        except ProcessLookupError:
+            continue
+    deadline = time.monotonic() + wait_s
+    while killed and time.monotonic() < deadline:
+        killed = [p for p in killed if _running(p)]
+        time.sleep(0.02)
+
+
+def _running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def tbf_line(dev: str, mbit: float, mtu: int) -> str:
+    """Token bucket at `mbit`; burst of 10 ms (at least a few full frames) keeps TCP near the
+    set rate, 100 ms of queue absorbs its bursts."""
+    burst = max(int(mbit * 1e6 / 8 * 0.01), 4 * (mtu + 14), 16 * 1024)
+    return f"qdisc replace dev {dev} root tbf rate {mbit:g}mbit burst {burst} latency 100ms"

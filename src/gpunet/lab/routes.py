@@ -1,0 +1,68 @@
+"""Static routes for routed lab switches: a /32 per endpoint, ECMP over every shortest path."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from ipaddress import IPv4Interface
+
+import networkx as nx
+
+from gpunet.model.plan import Plan
+
+Endpoint = tuple[str, str, str]  # (leaf, leaf port interface, address)
+
+
+def _port_if(port: str) -> str:
+    return port if not port.isdigit() else f"p{port}"
+
+
+def switch_graph(plan: Plan, plane: str) -> nx.MultiGraph:
+    graph = nx.MultiGraph()
+    graph.add_nodes_from(s.name for s in plan.switches if s.plane == plane)
+    for c in plan.links:
+        if c.plane == plane and c.tier in ("leaf_spine", "spine_core"):
+            graph.add_edge(c.a.device, c.b.device, ports={c.a.device: c.a.port, c.b.device: c.b.port})
+    return graph
+
+
+def endpoints(plan: Plan, plane: str, lab_addr: dict[tuple[str, str], IPv4Interface]) -> list[Endpoint]:
+    return [(c.b.device, _port_if(c.b.port), str(lab_addr[c.a.device, c.a.port].ip))
+            for c in plan.links
+            if c.plane == plane and c.tier == "node_leaf" and (c.a.device, c.a.port) in lab_addr]
+
+
+def host_routes(
+    plan: Plan, lab_addr: dict[tuple[str, str], IPv4Interface], p2p: dict[tuple[str, str], IPv4Interface],
+    extra: dict[str, list[Endpoint]],
+) -> dict[str, list[str]]:
+    """`ip route` lines per switch. `extra` adds endpoints per plane (the host's veth)."""
+    routes: dict[str, list[str]] = defaultdict(list)
+    for plane in {s.plane for s in plan.switches}:
+        graph = switch_graph(plan, plane)
+        by_leaf: dict[str, list[Endpoint]] = defaultdict(list)
+        for ep in endpoints(plan, plane, lab_addr) + extra.get(plane, []):
+            by_leaf[ep[0]].append(ep)
+        for leaf, eps in by_leaf.items():
+            routes[leaf] += [f"route add {ip}/32 dev {port}" for _, port, ip in eps]
+            for switch, hops in _next_hops(graph, leaf, p2p).items():
+                routes[switch] += [f"route add {ip}/32 {hops}" for _, _, ip in eps]
+    return routes
+
+
+def _next_hops(graph: nx.MultiGraph, leaf: str, p2p: dict[tuple[str, str], IPv4Interface]) -> dict[str, str]:
+    """For every other switch, the ECMP next-hop clause toward `leaf`."""
+    distance = nx.single_source_shortest_path_length(graph, leaf)
+    result = {}
+    for switch, dist in distance.items():
+        if switch == leaf:
+            continue
+        hops = [
+            (str(p2p[neighbour, data["ports"][neighbour]].ip), _port_if(data["ports"][switch]))
+            for _, neighbour, data in graph.edges(switch, data=True)
+            if distance.get(neighbour) == dist - 1
+        ]
+        if len(hops) == 1:
+            result[switch] = f"via {hops[0][0]} dev {hops[0][1]}"
+        else:
+            result[switch] = " ".join(f"nexthop via {via} dev {dev}" for via, dev in hops)
+    return result

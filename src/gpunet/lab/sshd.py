@@ -1,0 +1,49 @@
+"""sshd in every lab server, keys only, with one generated lab key."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from gpunet.runner import CommandRunner
+
+SSHD = "/usr/sbin/sshd"
+CONFIG = """\
+# gpunet lab sshd: keys only, root by key, nothing else.
+Port 22
+HostKey {dir}/ssh_host_ed25519_key
+AuthorizedKeysFile {dir}/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes yes
+ClientAliveInterval 15
+ClientAliveCountMax 4
+MaxStartups 100:30:200
+"""
+
+
+def write_ssh_files(directory: Path, run: CommandRunner) -> None:
+    """The lab's client key (authorized everywhere), one host key, and the sshd config."""
+    for key in ("id_ed25519", "ssh_host_ed25519_key"):
+        if not (directory / key).exists():
+            run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"gpunet-lab-{directory.name}",
+                 "-f", str(directory / key)])
+    (directory / "authorized_keys").write_text((directory / "id_ed25519.pub").read_text())
+    (directory / "authorized_keys").chmod(0o600)
+    (directory / "sshd_config").write_text(CONFIG.format(dir=directory))
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation directory
+    (directory / "run").mkdir(exist_ok=True)
+
+
+def start_sshd(directory: Path, node: str, address: str, prefix: Sequence[str], run: CommandRunner) -> None:
+    run([*prefix, SSHD, "-f", str(directory / "sshd_config"), "-o", f"ListenAddress={address}",
+         "-o", f"PidFile={directory / 'run' / f'{node}.sshd.pid'}"])
+
+
+def ssh_argv(directory: Path, address: str, command: Sequence[str]) -> list[str]:
+    """An ssh command line that reaches a lab server with the lab key and nothing else."""
+    return ["ssh", "-i", str(directory / "id_ed25519"), "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+            "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+            "-o", "ConnectTimeout=5", f"root@{address}", *command]

@@ -1,0 +1,93 @@
+"""A lab's state file: written before anything is created, so `lab down` can always undo it."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from pydantic import Field
+
+from gpunet.lab.addressing import MAX_LABS, LabError
+from gpunet.model.base import Frozen
+
+STATE_FILE = "state.json"
+
+
+class VethState(Frozen):
+    a_ns: str
+    a_if: str
+    b_ns: str
+    b_if: str
+    mtu: int
+    mbit: float
+    plane: str
+    cable: str
+
+
+class Fault(Frozen):
+    cable: str
+    kind: str  # loss | down | mtu | rate
+    value: str = ""
+
+
+class LabState(Frozen):
+    lab_id: str
+    slot: int
+    status: str  # building | up
+    plan_digest: str
+    block: str
+    host_if: str
+    host_address: str
+    mgmt_subnet: str
+    namespaces: dict[str, str]  # namespace -> kind
+    servers: dict[str, str]  # node -> namespace
+    mgmt_addresses: dict[str, str]
+    address_map: dict[str, str]
+    veths: tuple[VethState, ...]
+    notes: tuple[str, ...]
+    faults: tuple[Fault, ...] = Field(default=())
+    scale_mbit_per_gbit: float = 1.0
+
+
+def labs_root() -> Path:
+    """Where lab state lives: $GPUNET_LAB_ROOT, else /run/gpunet/labs (tmpfs: gone at reboot, as
+    the namespaces are)."""
+    return Path(os.environ.get("GPUNET_LAB_ROOT", "/run/gpunet/labs"))
+
+
+def lab_dir(lab_id: str) -> Path:
+    return labs_root() / lab_id
+
+
+def read_state(lab_id: str) -> LabState | None:
+    path = lab_dir(lab_id) / STATE_FILE
+    if not path.exists():
+        return None
+    return LabState.model_validate_json(path.read_text())
+
+
+def write_state(state: LabState) -> None:
+    directory = lab_dir(state.lab_id)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = directory / f".{STATE_FILE}.tmp"
+    tmp.write_text(state.model_dump_json(indent=1))
+    tmp.replace(directory / STATE_FILE)
+
+
+def all_states() -> list[LabState]:
+    root = labs_root()
+    states = [read_state(p.name) for p in sorted(root.iterdir())] if root.exists() else []
+    return [s for s in states if s is not None]
+
+
+def free_slot(lab_id: str) -> int:
+    used = {s.slot for s in all_states() if s.lab_id != lab_id}
+    for slot in range(MAX_LABS):
+        if slot not in used:
+            return slot
+    raise LabError(f"{MAX_LABS} labs are up ({', '.join(s.lab_id for s in all_states())}); take one down first")
+
+
+def save_json(path: Path, data: object) -> None:
+    path.write_text(json.dumps(data, indent=1))
