@@ -14,10 +14,9 @@ from gpunet.model.units import speed_gbps
 AddressKey = tuple[str, str]  # (node, interface)
 
 
-def plane_interfaces(
-    plane: PlaneName, spec: PlaneSpec, group: NodeGroup, node: str, rails: bool
-) -> list[Interface]:
-    """The node's interfaces on one plane, unaddressed: NICs, then the bond over them."""
+def plane_interfaces(plane: PlaneName, spec: PlaneSpec, group: NodeGroup, rails: bool) -> list[Interface]:
+    """A node's interfaces on one plane, unaddressed: NICs, then the bond over them (the same for
+    every node of the group)."""
     nic = group.nics[plane]
     devices = nic_devices(plane, spec, nic)
     gbps = speed_gbps(nic.speed) if nic.speed else spec.gbps

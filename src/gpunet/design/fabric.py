@@ -34,11 +34,16 @@ class PlaneFabric:
     planned_nodes: int = 0
 
 
+LINK_FIELDS, PORT_FIELDS = set(Link.model_fields), set(Port.model_fields)
+
+
 def link(plane: PlaneName, tier: LinkTier, a: tuple[str, str], b: tuple[str, str], gbps: int) -> Link:
-    # model_construct: these come from our own arithmetic, validating 10^5 of them costs seconds.
+    # model_construct with the field set given: these come from our own arithmetic, and at 10^5-10^6
+    # cables validation (or letting pydantic work out the set fields) costs seconds.
     return Link.model_construct(
-        plane=plane, tier=tier, gbps=gbps,
-        a=Port.model_construct(device=a[0], port=a[1]), b=Port.model_construct(device=b[0], port=b[1]),
+        LINK_FIELDS, plane=plane, tier=tier, gbps=gbps,
+        a=Port.model_construct(PORT_FIELDS, device=a[0], port=a[1]),
+        b=Port.model_construct(PORT_FIELDS, device=b[0], port=b[1]),
     )
 
 
