@@ -22,7 +22,16 @@ from gpunet.lab.netns import (
 )
 from gpunet.lab.slice import slice_plan
 from gpunet.lab.sshd import start_sshd, write_ssh_files
-from gpunet.lab.state import LabState, VethState, all_states, free_slot, lab_dir, read_state, write_state
+from gpunet.lab.state import (
+    LabState,
+    VethState,
+    all_states,
+    free_slot,
+    lab_dir,
+    labs_lock,
+    read_state,
+    write_state,
+)
 from gpunet.model.plan import Plan
 from gpunet.runner import CommandRunner, run_local
 
@@ -44,6 +53,13 @@ def lab_up(
 ) -> LabState:
     """Build the (sliced) plan in namespaces; idempotent for the same plan and id."""
     _check_id(lab_id)
+    with labs_lock():
+        return _up(plan, lab_id, max_nodes=max_nodes, scale=scale, run=run, progress=progress)
+
+
+def _up(
+    plan: Plan, lab_id: str, *, max_nodes: int, scale: float, run: CommandRunner, progress: Progress
+) -> LabState:
     sliced = slice_plan(plan, max_nodes)
     digest = plan_digest(sliced)
     current = read_state(lab_id)
@@ -52,9 +68,10 @@ def lab_up(
             raise LabError(f"lab {lab_id} is up with another plan; `gpunet lab down --id {lab_id}` first")
         return current
     if current is not None:
-        lab_down(lab_id, run)  # a half-built lab from a crash: start clean
-    blueprint = build_blueprint(sliced, lab_id, free_slot(lab_id), scale)
-    state = _state(blueprint, free_slot(lab_id), digest, scale, "building")
+        _down(lab_id, run)  # a half-built lab from a crash: start clean
+    slot = free_slot(lab_id)
+    blueprint = build_blueprint(sliced, lab_id, slot, scale)
+    state = _state(blueprint, slot, digest, scale, "building")
     write_state(state)  # before anything exists, so `down` can always find what to remove
     _create(blueprint, run, progress)
     state = state.model_copy(update={"status": "up"})
@@ -76,6 +93,7 @@ def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> 
         mgmt_addresses=bp.mgmt_addresses, address_map=bp.address_map,
         veths=tuple(VethState(**v.__dict__) for v in bp.veths), notes=tuple(bp.notes),
         scale_mbit_per_gbit=scale,
+        routes={n.name: tuple(c for c in n.commands if c.startswith("route ")) for n in bp.namespaces},
     )
 
 
@@ -177,6 +195,11 @@ def lab_status(lab_id: str | None = None) -> list[LabState]:
 def lab_down(lab_id: str, run: CommandRunner = run_local) -> list[str]:
     """Remove everything the state file names; safe to repeat and after a crash. Returns the
     namespaces removed."""
+    with labs_lock():
+        return _down(lab_id, run)
+
+
+def _down(lab_id: str, run: CommandRunner) -> list[str]:
     state = read_state(lab_id)
     if state is None:
         return []

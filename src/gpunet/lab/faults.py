@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from gpunet.lab.addressing import LabError
-from gpunet.lab.netns import tbf_line
-from gpunet.lab.state import Fault, LabState, VethState, read_state, write_state
+from gpunet.lab.netns import ip_batch, tbf_line
+from gpunet.lab.state import Fault, LabState, VethState, labs_lock, read_state, write_state
 from gpunet.runner import CommandRunner, run_local
 
 RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")
@@ -38,6 +38,11 @@ def loss_script(dev: str, percent: float) -> str:
 
 
 def apply_fault(lab_id: str, target: str, kind: str, value: str = "", run: CommandRunner = run_local) -> Fault:
+    with labs_lock():
+        return _apply(lab_id, target, kind, value, run)
+
+
+def _apply(lab_id: str, target: str, kind: str, value: str, run: CommandRunner) -> Fault:
     state = _state(lab_id)
     cable = find_cable(state, target)
     for ns, dev in _ends(cable):
@@ -84,22 +89,40 @@ def parse_rate(text: str) -> float:
 
 def heal(lab_id: str, target: str | None = None, run: CommandRunner = run_local) -> list[Fault]:
     """Undo every fault, or those on one cable; returns what was healed."""
+    with labs_lock():
+        return _heal(lab_id, target, run)
+
+
+def _heal(lab_id: str, target: str | None, run: CommandRunner) -> list[Fault]:
     state = _state(lab_id)
     chosen = find_cable(state, target).cable if target else None
     healed = [f for f in state.faults if chosen is None or f.cable == chosen]
     by_cable = {v.cable: v for v in state.veths}
     for fault in healed:
         for ns, dev in _ends(by_cable[fault.cable]):
-            _undo_end(ns, dev, by_cable[fault.cable], fault.kind, run)
+            _undo_end(ns, dev, by_cable[fault.cable], kind=fault.kind, routes=state.routes, run=run)
+    if any(f.kind == "mtu" for f in healed):
+        _forget_path_mtus(state, run)
     write_state(state.model_copy(update={"faults": tuple(f for f in state.faults if f not in healed)}))
     return healed
 
 
-def _undo_end(ns: str, dev: str, cable: VethState, kind: str, run: CommandRunner) -> None:
+def _forget_path_mtus(state: LabState, run: CommandRunner) -> None:
+    """Servers cached the fault's smaller path MTU (for 10 minutes); healed means healed now."""
+    for ns in state.servers.values():
+        run(["ip", "-n", ns, "route", "flush", "cache"], check=False)
+
+
+def _undo_end(
+    ns: str, dev: str, cable: VethState, *, kind: str, routes: dict[str, tuple[str, ...]], run: CommandRunner
+) -> None:
     if kind == "loss":
         run(["ip", "netns", "exec", ns, "nft", "delete", "table", "netdev", f"gnloss_{dev}"], check=False)
     elif kind == "down":
         run([*_ip(ns), "link", "set", dev, "up"])
+        via_dev = re.compile(rf" dev {re.escape(dev)}(\s|$)")
+        lines = [r.replace("route add ", "route replace ", 1) for r in routes.get(ns, ()) if via_dev.search(r)]
+        ip_batch(run, lines, ns)
     elif kind == "mtu":
         run([*_ip(ns), "link", "set", dev, "mtu", str(cable.mtu)])
     elif kind in ("rate", "delay"):

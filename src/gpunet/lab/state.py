@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import json
+import fcntl
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pydantic import Field
@@ -47,6 +49,8 @@ class LabState(Frozen):
     veths: tuple[VethState, ...]
     notes: tuple[str, ...]
     faults: tuple[Fault, ...] = Field(default=())
+    # Static routes per namespace: the kernel drops those over a link taken down; heal re-adds them.
+    routes: dict[str, tuple[str, ...]] = Field(default_factory=dict)
     scale_mbit_per_gbit: float = 1.0
 
 
@@ -77,7 +81,7 @@ def write_state(state: LabState) -> None:
 
 def all_states() -> list[LabState]:
     root = labs_root()
-    states = [read_state(p.name) for p in sorted(root.iterdir())] if root.exists() else []
+    states = [read_state(p.name) for p in sorted(root.iterdir()) if p.is_dir()] if root.exists() else []
     return [s for s in states if s is not None]
 
 
@@ -89,5 +93,14 @@ def free_slot(lab_id: str) -> int:
     raise LabError(f"{MAX_LABS} labs are up ({', '.join(s.lab_id for s in all_states())}); take one down first")
 
 
-def save_json(path: Path, data: object) -> None:
-    path.write_text(json.dumps(data, indent=1))
+@contextmanager
+def labs_lock() -> Iterator[None]:
+    """One lab changes at a time on a machine: slots, the shared host route and state files."""
+    root = labs_root()
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with (root / ".lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,204 @@
+"""The lab for real: namespaces, veths, tc, nftables, iperf3 and sshd (root; `lab` marker)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from itertools import permutations
+
+import pytest
+
+from gpunet.lab.build import lab_down, lab_up
+from gpunet.lab.faults import apply_fault, heal
+from gpunet.lab.sshd import ssh_argv
+from gpunet.lab.state import LabState, lab_dir
+from tests.lab.helpers import (
+    built_lab,
+    iperf3,
+    lab_address,
+    lab_range_route,
+    leftovers,
+    run_in,
+    small_plan,
+    tx_bytes,
+)
+
+pytestmark = pytest.mark.lab
+LAB = "zt"
+NODES = [f"gpu{i}" for i in range(1, 9)]
+PLANE_IF = {"management": "eth0", "compute": "ens1"}
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[LabState]:
+    with built_lab(LAB) as state:
+        yield state
+
+
+def ping(src: str, dst: str, *extra: str) -> bool:
+    return run_in(LAB, src, "ping", "-c", "1", "-W", "2", *extra, dst).returncode == 0
+
+
+def test_every_server_reaches_every_other_on_each_plane(lab: LabState) -> None:
+    pairs = [(a, b, plane) for a, b in permutations(NODES, 2) for plane in PLANE_IF]
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        ok = list(pool.map(lambda p: ping(p[0], lab_address(lab, p[1], PLANE_IF[p[2]])), pairs))
+    failed = [p for p, good in zip(pairs, ok, strict=True) if not good]
+    assert not failed
+    assert len(pairs) == 8 * 7 * 2
+
+
+def test_flows_between_leaves_use_both_spines(lab: LabState) -> None:
+    spines = [f"gn{LAB}-comp-spine001", f"gn{LAB}-comp-spine002"]
+    before = [sum(tx_bytes(s).values()) for s in spines]
+    iperf3(LAB, "gpu1", "gpu5", lab_address(lab, "gpu5", "ens1"), "-P", "8", seconds=2)
+    moved = [sum(tx_bytes(s).values()) - b for s, b in zip(spines, before, strict=True)]
+    # 8 flows hashed on L4 ports over 4 uplinks (2 per spine): each spine carries a real share.
+    assert min(moved) > 0.1 * sum(moved), moved
+
+
+def test_server_names_and_hosts_file(lab: LabState) -> None:
+    assert run_in(LAB, "gpu3", "hostname").stdout.strip() == "gpu3"
+    resolved = run_in(LAB, "gpu3", "getent", "hosts", "gpu7-comp").stdout.split()
+    assert resolved[0] == lab_address(lab, "gpu7", "ens1")
+
+
+def test_ssh_with_the_lab_key_runs_a_command(lab: LabState) -> None:
+    address = lab.mgmt_addresses["gpu2"]
+    done = subprocess.run(ssh_argv(lab_dir(LAB), address, ["hostname"]), capture_output=True, text=True,
+                          timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "gpu2"
+
+
+def test_nothing_outside_the_lab_is_reachable_from_the_host(lab: LabState) -> None:
+    assert "unreachable 198.18.0.0/15" in lab_range_route()
+    for outside in ("198.19.255.1", lab_address(lab, "gpu1", "ens1")):  # compute is not routed to the host
+        got = subprocess.run(["ip", "route", "get", outside], capture_output=True, text=True, check=False)
+        # EHOSTUNREACH is what an `unreachable` route answers; no packet is sent to learn it.
+        assert got.returncode != 0 and "No route to host" in got.stderr, got
+    inside = subprocess.run(["ip", "route", "get", lab.mgmt_addresses["gpu1"]], capture_output=True, text=True,
+                            check=True)
+    assert f"dev {lab.host_if}" in inside.stdout
+
+
+def egress_path(lab: LabState, src: str, dst: str) -> list[str]:
+    """The cables an ICMP packet src -> dst takes, asked of each switch's FIB (`ip route get`
+    with the same L4 hash inputs): ['comp-leaf001:5', ...] as switch:port ends."""
+    path, here, iif = [], "comp-leaf" + ("001" if int(src[3:]) <= 4 else "002"), f"p{(int(src[3:]) - 1) % 4 + 1}"
+    src_ip, dst_ip = lab_address(lab, src, "ens1"), lab_address(lab, dst, "ens1")
+    for _ in range(4):
+        got = subprocess.run(["ip", "-n", f"gn{LAB}-{here}", "-j", "route", "get", dst_ip, "from", src_ip,
+                              "iif", iif, "ipproto", "icmp"], capture_output=True, text=True, check=True)
+        dev = __import__("json").loads(got.stdout)[0]["dev"]
+        path.append(f"{here}:{dev.removeprefix('p')}")
+        peer = next((v for v in lab.veths if v.a_ns == f"gn{LAB}-{here}" and v.a_if == dev), None)
+        if peer is None or not peer.b_ns.split("-", 1)[1].startswith("comp-"):
+            return path
+        here, iif = peer.b_ns.split("-", 1)[1], peer.b_if
+    return path
+
+
+def test_mtu_fault_breaks_full_size_pings_only_on_paths_through_it(lab: LabState) -> None:
+    big = ("-M", "do", "-s", str(9000 - 28))
+    inter_leaf = [(a, b) for a in NODES[:4] for b in NODES[4:]]
+    assert all(ping(a, lab_address(lab, b, "ens1"), *big) for a, b in inter_leaf)
+    target = "comp-leaf001:5"  # leaf001's first uplink, to spine001
+    apply_fault(LAB, target, "mtu", "1500")
+    try:
+        # Only the request has DF set: Linux sends echo replies with DF clear, so a reply crossing
+        # the narrow cable is fragmented, not dropped. The request's path decides.
+        crossing = {(a, b) for a, b in inter_leaf if target in egress_path(lab, a, b)}
+        results = {(a, b): ping(a, lab_address(lab, b, "ens1"), *big) for a, b in inter_leaf}
+        assert crossing, "the ECMP hash sent no test flow through the faulted cable"
+        assert {p for p, good in results.items() if not good} == crossing
+        assert all(ping(a, lab_address(lab, b, "ens1"), "-M", "do", "-s", "1400") for a, b in crossing)
+        assert all(ping(a, lab_address(lab, b, "ens1"), *big) for a, b in [("gpu1", "gpu2"), ("gpu5", "gpu8")])
+    finally:
+        heal(LAB, target)
+    assert all(ping(a, lab_address(lab, b, "ens1"), *big) for a, b in inter_leaf)
+
+
+def test_loss_fault_raises_retransmissions_only_through_it(lab: LabState) -> None:
+    apply_fault(LAB, "gpu1:ens1", "loss", "2")
+    try:
+        hit = iperf3(LAB, "gpu1", "gpu2", lab_address(lab, "gpu2", "ens1"), "-b", "50M", seconds=3)
+        spared = iperf3(LAB, "gpu3", "gpu4", lab_address(lab, "gpu4", "ens1"), "-b", "50M", seconds=3)
+    finally:
+        heal(LAB, "gpu1:ens1")
+    hit_rtx, spared_rtx = hit["end"]["sum_sent"]["retransmits"], spared["end"]["sum_sent"]["retransmits"]
+    assert hit_rtx >= 10, hit_rtx
+    assert spared_rtx <= 2, spared_rtx
+
+
+@pytest.mark.parametrize(("cable", "client", "server", "mbit"), [
+    (None, "gpu1", "gpu2", 100.0),  # 100G compute links at 1 Mbit/s per Gbit/s
+    ("gpu3:ens1", "gpu3", "gpu4", 40.0),  # a rate fault reshapes one cable
+])
+def test_shaped_links_deliver_their_rate(lab: LabState, cable: str | None, client: str, server: str,
+                                         mbit: float) -> None:
+    if cable:
+        apply_fault(LAB, cable, "rate", f"{mbit:g}mbit")
+    try:
+        report = iperf3(LAB, client, server, lab_address(lab, server, "ens1"), seconds=4)
+    finally:
+        if cable:
+            heal(LAB, cable)
+    got = report["end"]["sum_received"]["bits_per_second"] / 1e6
+    assert abs(got - mbit) <= 0.15 * mbit, (got, mbit)
+
+
+def test_down_fault_cuts_the_link_and_heal_restores_it(lab: LabState) -> None:
+    dst = lab_address(lab, "gpu6", "ens1")
+    apply_fault(LAB, "gpu6:ens1", "down")
+    try:
+        assert not ping("gpu7", dst)
+    finally:
+        heal(LAB)
+    assert ping("gpu7", dst)
+
+
+def test_up_is_idempotent(lab: LabState) -> None:
+    again = lab_up(small_plan(), LAB)
+    assert again.plan_digest == lab.plan_digest and again.namespaces == lab.namespaces
+
+
+def test_teardown_after_a_failure_midway_leaves_nothing() -> None:
+    with pytest.raises(RuntimeError), built_lab("zf"):
+        assert leftovers("zf")  # the lab exists here
+        raise RuntimeError("a test failing midway")
+    assert leftovers("zf") == []
+
+
+def test_down_after_kill_9_of_up_cleans_up() -> None:
+    """`lab up` of a 32-server slice killed -9 while building, then `lab down`."""
+    up = subprocess.Popen(["python", "-m", "gpunet", "lab", "up", "--id", "zk", "--max-nodes", "32",
+                           "src/gpunet/spec/examples/multi-unit-large.yaml"],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = lab_dir("zk") / "state.json"
+    deadline = time.monotonic() + 60
+    while not any(n.startswith("gnzk-") for n in _netns_now()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    up.kill()
+    up.wait()
+    try:
+        assert state.exists() and '"status": "building"' in state.read_text(), "killed too late to prove it"
+        assert leftovers("zk")
+    finally:
+        subprocess.run(["python", "-m", "gpunet", "lab", "down", "--id", "zk"], check=True, capture_output=True)
+    assert leftovers("zk") == []
+
+
+def _netns_now() -> list[str]:
+    return subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout.split()
+
+
+def test_module_lab_is_gone_after_down() -> None:
+    """Runs last in this module: the fixture lab's own teardown path, checked the same way."""
+    with built_lab("zd"):
+        pass
+    assert leftovers("zd") == []
+    lab_down("zd")  # idempotent
+    assert leftovers("zd") == []
