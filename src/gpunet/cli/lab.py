@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich import box
 from rich.progress import Progress
 from rich.table import Table
 
@@ -51,7 +52,11 @@ def up(
 
 @app.command()
 @handles_errors
-def status(lab_id: Annotated[str | None, typer.Option("--id")] = None, as_json: JsonFlag = False) -> None:
+def status(
+    lab_id: Annotated[str | None, typer.Option("--id")] = None,
+    addresses: Annotated[bool, typer.Option("--addresses", help="Show the plan ↔ lab address map.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
     """What is up: servers, management addresses, plan ↔ lab address map, faults, notes."""
     states = build.lab_status(lab_id)
     if as_json:
@@ -61,13 +66,24 @@ def status(lab_id: Annotated[str | None, typer.Option("--id")] = None, as_json: 
         stderr.print("no lab is up")
     for state in states:
         _print_state(state, False)
+        if addresses:
+            _print_addresses(state)
+
+
+def _print_addresses(state: LabState) -> None:
+    table = Table("server/interface", "plan", "lab", box=box.SIMPLE_HEAD)
+    for where, pair in state.address_map.items():
+        table.add_row(where, *pair.split(" -> "))
+    stdout.print(table)
 
 
 def _print_state(state: LabState, as_json: bool) -> None:
     if as_json:
         print(json.dumps(state.model_dump(mode="json"), indent=1))
         return
-    table = Table(title=f"lab {state.lab_id} ({state.status}) in {state.block}; host {state.host_address}")
+    stdout.print(f"[bold]lab {state.lab_id}[/bold]: {state.status}, block {state.block}, "
+                 f"host {state.host_address} on {state.host_if}")
+    table = Table(box=box.SIMPLE_HEAD)
     for column in ("server", "namespace", "management"):
         table.add_column(column, no_wrap=True)
     for node, ns in sorted(state.servers.items()):
@@ -79,7 +95,7 @@ def _print_state(state: LabState, as_json: bool) -> None:
         stdout.print(f"note: {note}")
 
 
-@app.command(name="exec", context_settings={"allow_interspersed_args": False})
+@app.command(name="exec")
 @handles_errors
 def exec_(
     node: Annotated[str, typer.Argument(help="Server name as in the plan.")],

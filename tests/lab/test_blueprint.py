@@ -1,0 +1,107 @@
+"""What a lab is made of, computed without root: names, addresses, cables, routes, slices."""
+
+from __future__ import annotations
+
+from collections import Counter
+from ipaddress import ip_interface, ip_network
+
+import pytest
+
+from gpunet.design import design
+from gpunet.lab.addressing import LAB_RANGE, LabError, lab_block
+from gpunet.lab.blueprint import build_blueprint
+from gpunet.lab.faults import parse_rate
+from gpunet.lab.slice import slice_plan
+from gpunet.spec.examples import example_text
+from gpunet.spec.loader import parse_spec
+from tests.lab.helpers import small_plan
+
+
+def example_plan(name: str):  # type: ignore[no-untyped-def]
+    return design(parse_spec(example_text(name))[0])
+
+
+def test_every_lab_address_is_in_the_lab_block_and_keeps_its_host_index() -> None:
+    plan = example_plan("scalable-unit")  # plan subnets are not all where the lab puts them
+    bp = build_blueprint(plan, "t", slot=1)
+    assert bp.block == lab_block(1) and bp.block.subnet_of(LAB_RANGE)
+    for entry in bp.address_map.values():
+        planned, lab = (ip_interface(a) for a in entry.split(" -> "))
+        assert lab.ip in bp.block
+        assert int(planned.ip) - int(planned.network.network_address) == \
+            int(lab.ip) - int(lab.network.network_address)
+
+
+def test_names_carry_the_lab_id_and_fit_linux_limits() -> None:
+    bp = build_blueprint(small_plan(), "ab", slot=0)
+    assert all(n.name.startswith("gnab-") for n in bp.namespaces)
+    assert bp.host_if == "gnabh"
+    assert all(len(name) <= 15 for v in bp.veths for name in (v.a_if, v.b_if))
+
+
+def test_one_veth_per_cable_plus_the_host_link_with_scaled_rates() -> None:
+    plan = small_plan()
+    bp = build_blueprint(plan, "t", slot=0, scale=2.0)
+    assert len(bp.veths) == len(plan.links) + 1
+    rates = Counter((v.plane, v.mbit) for v in bp.veths)
+    assert rates[("compute", 200.0)] == sum(c.plane == "compute" for c in plan.links)
+    host = next(v for v in bp.veths if v.a_ns == "")
+    assert host.mbit == 0 and host.b_if == "host"
+
+
+def test_routed_switches_get_a_route_per_endpoint_with_ecmp_across_spines() -> None:
+    bp = build_blueprint(small_plan(), "t", slot=0)
+    leaf = next(n for n in bp.namespaces if n.device == "comp-leaf001")
+    routes = [c for c in leaf.commands if c.startswith("route add")]
+    # 4 local servers via their port, 4 remote ones over 4 uplinks (2 to each spine).
+    assert sum(" dev p" in r and "nexthop" not in r and "via" not in r for r in routes) == 4
+    remote = [r for r in routes if "nexthop" in r]
+    assert len(remote) == 4 and all(r.count("nexthop via") == 4 for r in remote)
+    assert leaf.sysctls["net.ipv4.fib_multipath_hash_policy"] == "1"
+
+
+def test_single_switch_planes_are_bridges_and_the_host_plugs_into_management() -> None:
+    bp = build_blueprint(small_plan(), "t", slot=0)
+    mgmt = next(n for n in bp.namespaces if n.device == "mgmt-leaf001")
+    assert mgmt.kind == "bridge"
+    assert "link set host mtu 1500 master br0 up" in mgmt.commands
+    assert str(bp.host_address) == "198.18.0.1/24"  # the plan's gateway, never given to a node
+
+
+def test_servers_sharing_a_subnet_on_several_nics_route_replies_per_nic() -> None:
+    plan = slice_plan(example_plan("scalable-unit"), 4)
+    bp = build_blueprint(plan, "t", slot=0)
+    server = next(n for n in bp.namespaces if n.kind == "server" and n.device.startswith("gpu"))
+    rules = [c for c in server.commands if c.startswith("rule add")]
+    assert len(rules) == 8  # one table per rail: ib0..ib7 share the compute subnet
+    assert server.sysctls["net.ipv4.conf.all.arp_ignore"] == "1"
+
+
+def test_slice_keeps_every_tier_and_plane_of_a_three_tier_plan() -> None:
+    plan = example_plan("multi-unit-large")
+    small = slice_plan(plan, 16)
+    assert len(small.nodes) == 16
+    tiers = {(s.plane, s.tier) for s in small.switches}
+    assert {("compute", "leaf"), ("compute", "spine"), ("compute", "core"), ("management", "leaf")} <= tiers
+    pods = {s.pod for s in small.switches if s.plane == "compute" and s.tier == "leaf"}
+    assert len(pods) == 2  # intra-pod and inter-pod paths both present
+    names = {n.name for n in small.nodes} | {s.name for s in small.switches}
+    assert all(c.a.device in names and c.b.device in names for c in small.links)
+    assert {p.name for p in small.planes} == {p.name for p in plan.planes}
+
+
+def test_small_plans_are_not_sliced() -> None:
+    plan = small_plan()
+    assert slice_plan(plan, 16) is plan
+
+
+def test_rates_are_read_like_tc() -> None:
+    assert parse_rate("100mbit") == 100.0 and parse_rate("1gbit") == 1000.0 and parse_rate("500kbit") == 0.5
+    with pytest.raises(LabError, match="100mbit"):
+        parse_rate("fast")
+
+
+def test_only_four_labs_fit_side_by_side() -> None:
+    assert ip_network(lab_block(3)).broadcast_address == LAB_RANGE.broadcast_address
+    with pytest.raises(LabError, match="at most 4 labs"):
+        lab_block(4)

@@ -1,0 +1,71 @@
+"""`gpunet lab` end to end through the CLI (root; `lab` marker)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from gpunet.cli.main import app
+from gpunet.lab.faults import loss_script
+from tests.lab.helpers import SMALL, leftovers
+
+pytestmark = pytest.mark.lab
+runner = CliRunner()
+
+
+def gpunet(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpunet", *args], capture_output=True, text=True, timeout=120,
+                          check=False)
+
+
+def test_lab_commands_end_to_end() -> None:
+    try:
+        up = gpunet("lab", "up", str(SMALL), "--id", "zc", "--json")
+        assert up.returncode == 0, up.stderr
+        state = json.loads(up.stdout)
+        assert len(state["servers"]) == 8 and state["status"] == "up"
+        status = runner.invoke(app, ["lab", "status", "--id", "zc"], terminal_width=200)
+        assert "no RDMA" in status.stdout and "gpu8" in status.stdout
+        shown = gpunet("lab", "exec", "gpu4", "--id", "zc", "--", "hostname")
+        assert (shown.returncode, shown.stdout.strip()) == (0, "gpu4")
+        failing = gpunet("lab", "exec", "gpu4", "--id", "zc", "--", "false")
+        assert failing.returncode == 1
+        fault = gpunet("lab", "fault", "gpu4:ens1", "--loss", "5", "--id", "zc", "--json")
+        assert json.loads(fault.stdout)["kind"] == "loss"
+        listed = json.loads(gpunet("lab", "status", "--id", "zc", "--json").stdout)
+        assert [f["kind"] for f in listed[0]["faults"]] == ["loss"]
+        assert "1 fault" in gpunet("lab", "heal", "--id", "zc").stdout
+        two = gpunet("lab", "fault", "gpu4:ens1", "--loss", "5", "--down", "--id", "zc")
+        assert two.returncode == 2 and "exactly one" in two.stderr
+        unknown = gpunet("lab", "fault", "gpu9:ens1", "--down", "--id", "zc")
+        assert unknown.returncode == 1 and "no cable end 'gpu9:ens1'" in unknown.stderr
+        delay = gpunet("lab", "fault", "gpu4:ens1", "--delay", "5ms", "--id", "zc")
+        assert delay.returncode == 0 or "netem" in delay.stderr, delay.stderr
+    finally:
+        down = gpunet("lab", "down", "--id", "zc")
+    assert down.returncode == 0 and leftovers("zc") == []
+    assert "removed 0" in gpunet("lab", "down", "--id", "zc").stdout
+
+
+def test_status_of_a_missing_lab_is_a_clear_error() -> None:
+    result = runner.invoke(app, ["lab", "status", "--id", "nope"])
+    assert result.exit_code == 1 and "no lab 'nope'" in result.output
+
+
+def test_loss_rules_are_accepted_by_nft_and_a_broken_one_is_not(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    subprocess.run(["ip", "netns", "add", "gnnftchk"], check=True)
+    try:
+        subprocess.run(["ip", "-n", "gnnftchk", "link", "add", "p1", "type", "veth", "peer", "name", "p2"], check=True)
+        good = subprocess.run(["ip", "netns", "exec", "gnnftchk", "nft", "-c", "-f", "-"], input=loss_script("p1", 2.5),
+                              capture_output=True, text=True, check=False)
+        assert good.returncode == 0, good.stderr
+        broken = loss_script("p1", 2.5).replace("numgen random", "numgen bogus")
+        bad = subprocess.run(["ip", "netns", "exec", "gnnftchk", "nft", "-c", "-f", "-"], input=broken,
+                             capture_output=True, text=True, check=False)
+        assert bad.returncode != 0
+    finally:
+        subprocess.run(["ip", "netns", "del", "gnnftchk"], check=True)
