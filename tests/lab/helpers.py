@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gpunet.api import plan_spec
 from gpunet.lab.build import lab_down, lab_up, node_argv
-from gpunet.lab.state import LabState, read_state
+from gpunet.lab.state import LabState, all_states, read_state
 from gpunet.model.plan import Plan
 
 SMALL = Path(__file__).parent.parent / "fixtures" / "lab" / "small.yaml"
@@ -79,6 +79,10 @@ def leftovers(lab_id: str) -> list[str]:
     found += [f"/etc/netns/{p.name}" for p in Path("/etc/netns").glob(f"{prefix}*")]
     if read_state(lab_id) is not None:
         found.append("state file")
+    tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True, check=True).stdout
+    found += [f"nft {t}" for t in tables.splitlines() if "gn" in t]
+    if not all_states() and "198.18.0.0/15" in lab_range_route():
+        found.append("route unreachable 198.18.0.0/15 with no lab up")
     procs = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
     found += [f"process {line.strip()}" for line in procs.splitlines() if f"/labs/{lab_id}/" in line]
     return found

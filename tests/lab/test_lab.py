@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from itertools import permutations
 
@@ -14,6 +13,7 @@ from gpunet.lab.build import lab_down, lab_up
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.sshd import ssh_argv
 from gpunet.lab.state import LabState, lab_dir
+from tests.lab.conftest import SMALL_LAB_ID
 from tests.lab.helpers import (
     built_lab,
     iperf3,
@@ -26,15 +26,14 @@ from tests.lab.helpers import (
 )
 
 pytestmark = pytest.mark.lab
-LAB = "zt"
+LAB = SMALL_LAB_ID
 NODES = [f"gpu{i}" for i in range(1, 9)]
 PLANE_IF = {"management": "eth0", "compute": "ens1"}
 
 
-@pytest.fixture(scope="module")
-def lab() -> Iterator[LabState]:
-    with built_lab(LAB) as state:
-        yield state
+@pytest.fixture
+def lab(small_lab: LabState) -> LabState:
+    return small_lab
 
 
 def ping(src: str, dst: str, *extra: str) -> bool:
@@ -163,6 +162,18 @@ def test_down_fault_cuts_the_link_and_heal_restores_it(lab: LabState) -> None:
 def test_up_is_idempotent(lab: LabState) -> None:
     again = lab_up(small_plan(), LAB)
     assert again.plan_digest == lab.plan_digest and again.namespaces == lab.namespaces
+
+
+def test_labs_side_by_side_keep_their_own_blocks(lab: LabState) -> None:
+    with built_lab("zs") as other:
+        assert other.block != lab.block and other.host_if != lab.host_if
+        for state in (lab, other):
+            alive = subprocess.run(["ping", "-c", "1", "-W", "2", state.mgmt_addresses["gpu1"]],
+                                   capture_output=True, check=False)
+            assert alive.returncode == 0
+        assert run_in("zs", "gpu1", "hostname").stdout.strip() == "gpu1"
+    assert leftovers("zs") == []
+    assert "unreachable 198.18.0.0/15" in lab_range_route()  # lab zt is still up
 
 
 def test_teardown_after_a_failure_midway_leaves_nothing() -> None:
