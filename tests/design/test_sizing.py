@@ -79,3 +79,18 @@ def test_capacity_reports_bisection_and_per_rail_bandwidth() -> None:
     assert capacity.bisection_gbps == 512 * 400 / 2
     assert capacity.per_rail_gbps == 64 * 400
     assert capacity.oversubscription == {"leaf": 1.0}
+
+
+def test_partly_filled_last_pod_gets_only_the_spines_it_needs() -> None:
+    # 320 nodes: 80 rail leaves = pods of 32, 32 and 16 leaves. The last pod's 16 leaves x 32
+    # uplinks land on 16 spines of 32 down ports (2 links per pair), not 32 half-empty ones.
+    plan = design(rail_spec(320))
+    per_pod = Counter(s.pod for s in plan.switches if s.tier == "spine")
+    assert per_pod == {0: 32, 1: 32, 2: 16 * 32 // 32}
+    pairs = Counter((c.a.device, c.b.device) for c in plan.links if c.tier == "leaf_spine")
+    last_pod_leaf = next(s.name for s in plan.switches if s.tier == "leaf" and s.pod == 2)
+    assert {n for (leaf, _), n in pairs.items() if leaf == last_pod_leaf} == {2}
+    # Cores: 80 spines x 32 uplinks over 64-port cores = 40 at least; groups of 2 per spine
+    # index (3 pods x 16 links = 48 ports used) give 32 x 2 = 64.
+    assert sum(s.tier == "core" for s in plan.switches) == 64
+    assert sum(c.tier == "spine_core" for c in plan.links) == 80 * 32

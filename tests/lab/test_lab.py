@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from itertools import permutations
+from pathlib import Path
 
 import pytest
 
+import gpunet.spec
 from gpunet.lab.build import lab_down, lab_up
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.sshd import ssh_argv
@@ -26,6 +29,7 @@ from tests.lab.helpers import (
 )
 
 pytestmark = pytest.mark.lab
+EXAMPLES_DIR = Path(gpunet.spec.__file__).parent / "examples"
 LAB = SMALL_LAB_ID
 NODES = [f"gpu{i}" for i in range(1, 9)]
 PLANE_IF = {"management": "eth0", "compute": "ens1"}
@@ -185,8 +189,8 @@ def test_teardown_after_a_failure_midway_leaves_nothing() -> None:
 
 def test_down_after_kill_9_of_up_cleans_up() -> None:
     """`lab up` of a 32-server slice killed -9 while building, then `lab down`."""
-    up = subprocess.Popen(["python", "-m", "gpunet", "lab", "up", "--id", "zk", "--max-nodes", "32",
-                           "src/gpunet/spec/examples/multi-unit-large.yaml"],
+    up = subprocess.Popen([sys.executable, "-m", "gpunet", "lab", "up", "--id", "zk", "--max-nodes", "32",
+                           str(EXAMPLES_DIR / "multi-unit-large.yaml")],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     state = lab_dir("zk") / "state.json"
     deadline = time.monotonic() + 60
@@ -198,7 +202,7 @@ def test_down_after_kill_9_of_up_cleans_up() -> None:
         assert state.exists() and '"status": "building"' in state.read_text(), "killed too late to prove it"
         assert leftovers("zk")
     finally:
-        subprocess.run(["python", "-m", "gpunet", "lab", "down", "--id", "zk"], check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "gpunet", "lab", "down", "--id", "zk"], check=True, capture_output=True)
     assert leftovers("zk") == []
 
 

@@ -192,8 +192,8 @@ def _wire_tiers(
                 rail=i % shape.leaves_per_group if shape.leaves_per_group > 1 else None)
         for i in range(built_leaves)
     ]
-    spines = [_switch(plane, spec, "spine", s, pod=s // upper.spines_per_pod if three else None)
-              for s in range(pods * upper.spines_per_pod)]
+    spines = [_switch(plane, spec, "spine", pod * upper.spines_per_pod + j, pod=pod if three else None)
+              for pod in range(pods) for j in range(upper.spines_in(pod))]
     cores = [_switch(plane, spec, "core", c) for c in range(upper.cores)]
     links = _leaf_spine_links(plane, spec, shape, upper, built_leaves)
     if three:
@@ -204,11 +204,12 @@ def _wire_tiers(
 def _leaf_spine_links(
     plane: PlaneName, spec: PlaneSpec, shape: LeafShape, upper: UpperShape, built_leaves: int
 ) -> list[Link]:
-    gbps, per_pair = spec.fabric.switch.port_gbps, upper.links_leaf_spine
+    gbps = spec.fabric.switch.port_gbps
     links = []
     for leaf in range(built_leaves):
         pod, local = divmod(leaf, upper.leaves_per_pod)
-        for j in range(upper.spines_per_pod):
+        per_pair = upper.links_per_pair(pod)
+        for j in range(upper.spines_in(pod)):
             spine = switch_name(plane, "spine", pod * upper.spines_per_pod + j)
             for t in range(per_pair):
                 leaf_port = shape.down_ports + j * per_pair + t + 1
@@ -222,7 +223,7 @@ def _spine_core_links(plane: PlaneName, spec: PlaneSpec, upper: UpperShape, pods
     gbps, per_pair = spec.fabric.switch.port_gbps, upper.links_spine_core
     links = []
     for pod in range(pods):
-        for j in range(upper.spines_per_pod):
+        for j in range(upper.spines_in(pod)):
             spine = switch_name(plane, "spine", pod * upper.spines_per_pod + j)
             for m in range(upper.cores_per_group):
                 core = switch_name(plane, "core", j * upper.cores_per_group + m)

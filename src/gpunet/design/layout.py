@@ -34,10 +34,18 @@ class UpperShape:
     spine_up_ports: int = 0
     cores_per_group: int = 0  # a core group serves spine j of every pod
     links_spine_core: int = 0  # per spine-core pair
+    last_pod_spines: int = 0  # a partly filled last pod needs fewer spines (0: a full pod)
 
     @property
     def spines(self) -> int:
-        return self.pods * self.spines_per_pod
+        return (self.pods - 1) * self.spines_per_pod + self.spines_in(self.pods - 1) if self.pods else 0
+
+    def spines_in(self, pod: int) -> int:
+        return self.last_pod_spines if pod == self.pods - 1 and self.last_pod_spines else self.spines_per_pod
+
+    def links_per_pair(self, pod: int) -> int:
+        """Cables between a leaf of `pod` and each spine of it: the leaf's uplinks spread evenly."""
+        return self.links_leaf_spine * self.spines_per_pod // self.spines_in(pod)
 
     @property
     def cores(self) -> int:
@@ -116,6 +124,8 @@ def three_tier(
     spine_down = per_pod * lls
     spine_up = uplinks_needed(spine_down, ratio, 1, 1)
     pods = ceil(leaves / per_pod)
+    in_last = leaves - (pods - 1) * per_pod
+    last_spines = smallest_balanced_divisor(up, in_last, ds_max, min_spines) if in_last < per_pod else 0
     cores = smallest_balanced_divisor(spine_up, pods, radix)
     if cores is None:
         raise SizingError(
@@ -125,7 +135,7 @@ def three_tier(
     return UpperShape(
         tiers=3, leaves=leaves, leaves_per_pod=per_pod, pods=pods, spines_per_pod=spines_per_pod,
         links_leaf_spine=lls, spine_down_ports=spine_down, spine_up_ports=spine_up,
-        cores_per_group=cores, links_spine_core=spine_up // cores,
+        cores_per_group=cores, links_spine_core=spine_up // cores, last_pod_spines=last_spines or 0,
     )
 
 
