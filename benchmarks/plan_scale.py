@@ -24,15 +24,19 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gpunet.design import design
+from gpunet.model.io import read_plan
 from gpunet.model.spec import Spec
-from gpunet.render.plan_files import render_addresses_csv, render_cabling_csv
+from gpunet.render.plan_files import PLAN_FILES
 from gpunet.spec.checks import spec_problems
 
 DEFAULT_SIZES = (256, 1024, 2048, 12_500)
@@ -138,6 +142,7 @@ class Result:
     cables: int = 0
     design_s: float = 0.0
     serialize_s: float = 0.0
+    replan_s: float = 0.0
     total_s: float = 0.0
     us_per_node: float = 0.0
     samples: list[dict[str, float]] = field(default_factory=list)
@@ -149,13 +154,20 @@ def one_run(spec: Spec) -> tuple[dict[str, float], int, int]:
     start = time.perf_counter()
     plan = design(spec)
     designed = time.perf_counter()
-    text = plan.model_dump_json()
-    cabling = render_cabling_csv(plan)
-    addresses = render_addresses_csv(plan)
+    files = {name: render(plan) for name, render in PLAN_FILES.items()}  # everything `gpunet plan` writes
     done = time.perf_counter()
-    if not (text and cabling and addresses):
+    written = Path(tempfile.mkdtemp(prefix="gpunet-bench-")) / "plan.json"
+    written.write_text(files["plan.json"])
+    if not all(files.values()):
         raise SystemExit("empty output")
-    timing = {"design_s": designed - start, "serialize_s": done - designed, "total_s": done - start}
+    # The second `gpunet plan`: read plan.json back and design again keeping its assignments.
+    again = design(spec, previous=read_plan(written))
+    replanned = time.perf_counter()
+    shutil.rmtree(written.parent)
+    if len(again.links) != len(plan.links):
+        raise SystemExit("re-plan changed the cabling")
+    timing = {"design_s": designed - start, "serialize_s": done - designed, "total_s": done - start,
+              "replan_s": replanned - done}
     return timing, len(plan.switches), len(plan.links)
 
 
@@ -173,7 +185,7 @@ def measure(nodes: int, runs: int | None, budget: float) -> Result:
         if adaptive and spent + timing["total_s"] > budget:
             break  # another run would overrun the budget
     result.runs = len(result.samples)
-    for key in ("design_s", "serialize_s", "total_s"):
+    for key in ("design_s", "serialize_s", "total_s", "replan_s"):
         setattr(result, key, statistics.median(s[key] for s in result.samples))
     result.us_per_node = result.total_s / nodes * 1e6
     return result
@@ -201,11 +213,13 @@ def print_table(results: list[Result], summary: dict[str, Any]) -> None:
         radix = ", ".join(f"{plane} {k}" for plane, k in r.radix.items())
         print(f"{r.nodes} nodes: switch radix {radix}; {r.runs} run(s)")
     print()
-    head = ("nodes", "GPUs", "switches", "cables", "design s", "serialize s", "total s", "us/node")
-    print("{:>7} {:>8} {:>9} {:>9} {:>9} {:>12} {:>8} {:>8}".format(*head))
+    head = ("nodes", "GPUs", "switches", "cables", "design s", "serialize s", "total s", "us/node", "re-plan s")
+    print("{:>7} {:>8} {:>9} {:>9} {:>9} {:>12} {:>8} {:>8} {:>10}".format(*head))
     for r in results:
         print(f"{r.nodes:>7} {r.gpus:>8} {r.switches:>9} {r.cables:>9} {r.design_s:>9.3f} "
-              f"{r.serialize_s:>12.3f} {r.total_s:>8.3f} {r.us_per_node:>8.1f}")
+              f"{r.serialize_s:>12.3f} {r.total_s:>8.3f} {r.us_per_node:>8.1f} {r.replan_s:>10.3f}")
+    print("(total: design + every file `gpunet plan` writes; re-plan: read plan.json back and design "
+          "again keeping its assignments, the second run)")
     print()
     if summary["per_node_ratio"] is not None:
         low, high = summary["ratio_sizes"]

@@ -20,7 +20,9 @@ def test_plan_without_spec_designs_the_scalable_unit(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     head = json.loads(result.stdout)
     assert head["nodes"] == 38 and head["gpus"] == 32 * 8
-    assert head["switches"] == {"leaf": 12, "spine": 7, "core": 0}
+    # management 1 + oob 1 + compute 8 rail leaves + storage 2 leaves; compute 4 spines +
+    # storage 2 (2 x 22 uplinks of 200G-NIC leaves spread over 2 spines).
+    assert head["switches"] == {"leaf": 12, "spine": 6, "core": 0}
     assert head["cables"]["node_leaf"] == 32 * 8 + 36 * 2 + 38 + 38
     assert head["oversubscription"]["compute"] == {"leaf": 1.0}
     assert head["bisection_gbps"]["compute"] == 32 * 8 * 400 / 2

@@ -141,3 +141,57 @@ def test_invariant_checks_can_fail() -> None:
     stray = plan.model_copy(update={"nodes": (node.model_copy(update={"interfaces": (moved,)}), *plan.nodes[1:])})
     with pytest.raises(AssertionError):
         assert_plan_invariants(stray)
+
+
+@SETTINGS
+@given(spec_dicts(), st.lists(st.integers(0, 60), min_size=3, max_size=3), st.integers(1, 8), st.booleans())
+def test_any_growth_is_stable_or_refused(data: dict[str, Any], extra: list[int], new_nics: int,
+                                         faster: bool) -> None:
+    """No planned size, and a new group with its own NIC count and speed: the plan either keeps
+    every address and cable, or design refuses with the reason (never a silent recabling)."""
+    _, before = designed(data)
+    big = grown(data, extra, new_group=True)
+    added = big["groups"][-1]
+    if "compute" in added["nics"]:
+        added["nics"] = added["nics"] | {"compute": {"count": new_nics, "speed": "800G" if faster else "400G"}}
+        big["planes"]["compute"]["fabric"]["switch"]["port_speed"] = "800G"
+    try:
+        after = design(Spec.model_validate(big), previous=before)
+    except DesignError as exc:
+        assert "(hint: " in str(exc)  # refused, saying why and what to do: never a silent recabling
+        return
+    old_addresses, old_cables = assignments(before)
+    new_addresses, new_cables = assignments(after)
+    assert old_addresses <= new_addresses
+    assert old_cables <= new_cables
+
+
+def one_nic_spec(groups: list[tuple[str, int]], planned: int | None = None) -> Spec:
+    fabric: dict[str, Any] = {"style": "spine-leaf", "switch": {"radix": 8, "port_speed": "100G"}}
+    if planned:
+        fabric["planned_nodes"] = planned
+    return Spec.model_validate({
+        "site": {"name": "s"},
+        "planes": {"compute": {"subnet": "198.18.0.0/24", "speed": "100G", "fabric": fabric}},
+        "groups": [{"name": f"g{i}", "nodes": f"g{i}n[1-{n}]", "nics": {"compute": {"count": nics}}}
+                   for i, (n, nics) in enumerate([(g[1], 1 if g[0] == "one" else 2) for g in groups])],
+    })
+
+
+def test_a_group_with_wider_nodes_is_refused_rather_than_recabling() -> None:
+    before = design(one_nic_spec([("one", 8)]))
+    with pytest.raises(DesignError, match=r"2 NIC.*existing layout has 1"):
+        design(one_nic_spec([("one", 8), ("two", 3)]), previous=before)
+
+
+def test_outgrowing_the_planned_size_is_refused_and_planned_nodes_avoids_it() -> None:
+    # 8 nodes: 2 leaves of 4 under 2 spines, 2 links per pair. 32 nodes: 8 leaves need 4 spines
+    # with 1 link per pair, so existing leaf-spine cables would move.
+    before = design(one_nic_spec([("one", 8)]))
+    with pytest.raises(DesignError, match=r"moves \d+ existing cable"):
+        design(one_nic_spec([("one", 32)]), previous=before)
+    # 16 nodes still fit 2 spines with 2 links per pair: growth without recabling.
+    assert assignments(before)[1] <= assignments(design(one_nic_spec([("one", 16)]), previous=before))[1]
+    planned = design(one_nic_spec([("one", 8)], planned=32))
+    grown_plan = design(one_nic_spec([("one", 32)], planned=32), previous=planned)
+    assert assignments(planned)[1] <= assignments(grown_plan)[1]

@@ -71,6 +71,19 @@ def test_slower_nics_need_fewer_uplinks() -> None:
     # 200G NICs under 400G uplinks at 1:1: d*200 <= u*400 and d+u <= 64 gives d=42, u=21.
     shape = leaf_shape(rails=0, nics=1, nodes_per_leaf=None, radix=64, ratio=1.0, nic_gbps=200, port_gbps=400)
     assert (shape.down_ports, shape.up_ports) == (42, 21)
+    # With at least 2 spines, 21 uplinks cannot spread evenly: one spare port makes it 22.
+    shape = leaf_shape(rails=0, nics=1, nodes_per_leaf=None, radix=64, ratio=1.0, nic_gbps=200, port_gbps=400,
+                       min_spines=2)
+    assert (shape.down_ports, shape.up_ports) == (42, 22)
+
+
+def test_a_prime_uplink_count_does_not_force_one_spine_per_uplink() -> None:
+    # 100G NICs on 400G ports: 51 down needs 13 up (prime: 13 spines for any leaf count);
+    # 50 down with 14 up spreads over 2 spines.
+    shape = leaf_shape(rails=0, nics=1, nodes_per_leaf=None, radix=64, ratio=1.0, nic_gbps=100, port_gbps=400,
+                       min_spines=2)
+    assert (shape.down_ports, shape.up_ports) == (50, 14)
+    assert smallest_balanced_divisor(14, 4, 64, at_least=2) == 2
 
 
 def test_capacity_reports_bisection_and_per_rail_bandwidth() -> None:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
-import gc
-
 from ClusterShell.NodeSet import NodeSet
 
 from gpunet import __version__
 from gpunet.design.addressing import assign_addresses, plane_interfaces, previous_addresses, with_address
 from gpunet.design.capacity import bill_of_materials, plane_capacity
-from gpunet.design.fabric import Attachment, PlaneFabric, build_plane_fabric, resolve_style
-from gpunet.model.plan import Interface, Node, Plan, Plane, PlaneCapacity
+from gpunet.design.fabric import (
+    Attachment,
+    PlaneFabric,
+    build_plane_fabric,
+    fresh_basis,
+    kept_basis,
+    resolve_style,
+)
+from gpunet.design.stability import check_stable
+from gpunet.model.base import bulk_objects
+from gpunet.model.plan import FabricBasis, Interface, Node, Plan, Plane, PlaneCapacity
 from gpunet.model.spec import NodeGroup, PlaneName, Spec, plane_mtu
 
 __all__ = ["design"]
@@ -21,24 +28,17 @@ Members = list[tuple[NodeGroup, str]]  # (group, node) in spec order
 def design(spec: Spec, previous: Plan | None = None) -> Plan:
     """The Plan for a valid spec. With `previous`, every node that was in it keeps its
     addresses, slots and cables (as long as each plane's planned size still holds it)."""
-    # Nothing here makes reference cycles; with 10^6 objects alive, the cyclic collector's full
-    # passes would double the design time of a 100k-GPU plan.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
+    with bulk_objects():
         return _design(spec, previous)
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def _design(spec: Spec, previous: Plan | None) -> Plan:
     members: Members = [(g, n) for g in spec.groups for n in NodeSet(g.nodes)]
-    styles = {name: _style(spec, name, members) for name in spec.planes}
-    interfaces = _interfaces(spec, members, styles, previous)
-    fabrics = {name: _fabric(spec=spec, plane=name, style=styles[name], members=members,
-                             interfaces=interfaces, previous=previous)
-               for name in spec.planes}
+    rails = {name: _rails_likely(spec, name, members, previous) for name in spec.planes}
+    interfaces = _interfaces(spec, members, rails, previous)
+    attached = {name: _attached(name, members, interfaces) for name in spec.planes}
+    bases = {name: _basis(spec, name, attached[name], members, previous) for name in spec.planes}
+    fabrics = {name: _fabric(spec, name, bases[name], attached[name], previous) for name in spec.planes}
     nodes = tuple(
         Node(name=n, group=g.name, role=g.role, gpus=g.gpus, gpu_model=g.gpu_model,
              interfaces=tuple(interfaces[n]),
@@ -47,33 +47,57 @@ def _design(spec: Spec, previous: Plan | None) -> Plan:
     )
     switches = [s for f in fabrics.values() for s in f.switches]
     links = [c for f in fabrics.values() for c in f.links]
-    return Plan(
+    plan = Plan(
         gpunet_version=__version__, site=spec.site, nodes=nodes,
-        planes=tuple(_plane(spec, name, fabrics[name]) for name in spec.planes),
+        planes=tuple(_plane(spec, name, fabrics[name], bases[name]) for name in spec.planes),
         switches=tuple(switches), links=tuple(links),
         capacity=tuple(_capacity(spec, name, fabrics[name]) for name in spec.planes),
         bom=tuple(bill_of_materials(switches, links)),
     )
+    if previous is not None:
+        check_stable(previous, plan)
+    return plan
 
 
 def _on_plane(members: Members, plane: PlaneName) -> Members:
     return [(g, n) for g, n in members if plane in g.nics]
 
 
-def _style(spec: Spec, plane: PlaneName, members: Members) -> str:
+def _rails_likely(spec: Spec, plane: PlaneName, members: Members, previous: Plan | None) -> bool:
+    """Whether NIC i is rail i on this plane (decided before cabling, to number rails)."""
+    kept = _previous_basis(spec, plane, previous)
+    if kept is not None:
+        return kept.style == "rail-optimized"
     on = _on_plane(members, plane)
-    nics = max((g.nics[plane].count for g, _ in on), default=1)
+    counts = {g.nics[plane].count for g, _ in on}
     bonded = any(g.nics[plane].bond is not None for g, _ in on)
-    return resolve_style(spec.planes[plane], len(on), nics, bonded)
+    return resolve_style(spec.planes[plane], len(on), counts, bonded) == "rail-optimized"
+
+
+def _previous_basis(spec: Spec, plane: PlaneName, previous: Plan | None) -> FabricBasis | None:
+    """The previous plan's layout of this plane, if its fabric section is unchanged."""
+    if previous is None:
+        return None
+    old = next((p.basis for p in previous.planes if p.name == plane), None)
+    return old if old is not None and old.fabric == spec.planes[plane].fabric else None
+
+
+def _basis(spec: Spec, plane: PlaneName, attached: list[Attachment], members: Members,
+           previous: Plan | None) -> FabricBasis:
+    kept = _previous_basis(spec, plane, previous)
+    if kept is not None:
+        return kept_basis(spec.planes[plane], kept, attached)
+    bonded = any(g.nics[plane].bond is not None for g, _ in _on_plane(members, plane))
+    return fresh_basis(spec.planes[plane], attached, bonded)
 
 
 def _interfaces(
-    spec: Spec, members: Members, styles: dict[PlaneName, str], previous: Plan | None
+    spec: Spec, members: Members, rails: dict[PlaneName, bool], previous: Plan | None
 ) -> dict[str, list[Interface]]:
     """Every node's interfaces, plane by plane, with addresses assigned per plane."""
     result: dict[str, list[Interface]] = {n: [] for _, n in members}
     for plane, plane_spec in spec.planes.items():
-        per_group = {g.name: plane_interfaces(plane, plane_spec, g, styles[plane] == "rail-optimized")
+        per_group = {g.name: plane_interfaces(plane, plane_spec, g, rails[plane])
                      for g in spec.groups if plane in g.nics}
         drafts = {n: per_group[g.name] for g, n in _on_plane(members, plane)}
         wanted = [(n, i.name) for n, ifs in drafts.items() for i in ifs if i.master is None]
@@ -87,24 +111,28 @@ def _interfaces(
     return result
 
 
-def _fabric(
-    *, spec: Spec, plane: PlaneName, style: str, members: Members,
-    interfaces: dict[str, list[Interface]], previous: Plan | None,
-) -> PlaneFabric:
-    attached = []
+def _attached(plane: PlaneName, members: Members, interfaces: dict[str, list[Interface]]) -> list[Attachment]:
+    result = []
     for _, node in _on_plane(members, plane):
         cabled = [i for i in interfaces[node] if i.plane == plane and i.cabled]
-        attached.append(Attachment(node, tuple(i.name for i in cabled), cabled[0].speed_gbps))
+        result.append(Attachment(node, plane, tuple(i.name for i in cabled), cabled[0].speed_gbps))
+    return result
+
+
+def _fabric(
+    spec: Spec, plane: PlaneName, basis: FabricBasis, attached: list[Attachment], previous: Plan | None
+) -> PlaneFabric:
     previous_slots = {n.name: n.slots[plane] for n in previous.nodes if plane in n.slots} if previous else {}
-    return build_plane_fabric(plane, spec.planes[plane], style, attached, previous_slots)
+    return build_plane_fabric(plane, spec.planes[plane], basis, attached, previous_slots)
 
 
-def _plane(spec: Spec, name: PlaneName, fabric: PlaneFabric) -> Plane:
+def _plane(spec: Spec, name: PlaneName, fabric: PlaneFabric, basis: FabricBasis) -> Plane:
     p = spec.planes[name]
     return Plane(
         name=name, technology=p.technology, subnet=str(p.subnet),
         subnet6=str(p.subnet6) if p.subnet6 else None, gateway=str(p.gateway) if p.gateway else None,
         vlan=p.vlan, mtu=plane_mtu(name, p), speed_gbps=p.gbps, style=fabric.style,
+        basis=basis.model_copy(update={"planned_nodes": fabric.planned_nodes}),
     )
 
 

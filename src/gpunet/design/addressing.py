@@ -23,9 +23,10 @@ def plane_interfaces(plane: PlaneName, spec: PlaneSpec, group: NodeGroup, rails:
     bond = nic.bond
     members = tuple(d for d in devices if bond and d in (bond.members or devices))
     common = {"plane": plane, "mtu": plane_mtu(plane, spec), "speed_gbps": gbps}
+    hcas = _hcas(spec, nic.hcas, len(devices))
     nics = [
         Interface(name=dev, rail=i if rails else None, master=bond.name if bond and dev in members else None,
-                  vlan=None if dev in members else spec.vlan, **common)
+                  vlan=None if dev in members else spec.vlan, hca=hcas[i], **common)
         for i, dev in enumerate(devices)
     ]
     if bond is None:
@@ -35,6 +36,12 @@ def plane_interfaces(plane: PlaneName, spec: PlaneSpec, group: NodeGroup, rails:
     bond_if = Interface(name=bond.name, bond=bond, members=members, cabled=False,
                         vlan=spec.vlan, **bond_gbps)
     return [*nics, bond_if]
+
+
+def _hcas(spec: PlaneSpec, given: tuple[str, ...] | None, count: int) -> list[str | None]:
+    if spec.technology == "ethernet":
+        return [None] * count
+    return list(given) if given else [f"mlx5_{i}" for i in range(count)]
 
 
 class AddressPool:

@@ -10,7 +10,7 @@ from math import ceil
 from gpunet.design.layout import LeafShape, SizingError, UpperShape, leaf_shape, upper_shape
 from gpunet.design.naming import switch_name
 from gpunet.errors import DesignError, SpecProblem
-from gpunet.model.plan import Link, LinkTier, Port, Switch, Tier
+from gpunet.model.plan import FabricBasis, Link, LinkTier, Port, Switch, Tier
 from gpunet.model.spec import PlaneName, PlaneSpec
 
 
@@ -19,6 +19,7 @@ class Attachment:
     """A node's cabled interfaces on one plane, in NIC order, with their speed."""
 
     node: str
+    plane: PlaneName
     interfaces: tuple[str, ...]
     gbps: int
 
@@ -54,15 +55,41 @@ def problem(plane: PlaneName, message: str, key: str = "style", hint: str = "") 
     return DesignError([SpecProblem(message, path, hint)])
 
 
-def resolve_style(spec: PlaneSpec, nodes: int, nics: int, bonded: bool) -> str:
-    """`auto`: one switch when it holds every NIC, rails when nodes have several unbonded NICs."""
+def resolve_style(spec: PlaneSpec, nodes: int, nic_counts: set[int], bonded: bool) -> str:
+    """`auto`: one switch when it holds every NIC; rails when every node has the same several
+    unbonded NICs; spine-leaf otherwise (mixed NIC counts included)."""
     fabric = spec.fabric
     if fabric.style != "auto":
         return fabric.style
     planned = max(nodes, fabric.planned_nodes or 0)
-    if planned * nics <= fabric.switch.radix:
+    if planned * max(nic_counts) <= fabric.switch.radix:
         return "single-switch"
-    return "rail-optimized" if nics > 1 and not bonded else "spine-leaf"
+    rails = len(nic_counts) == 1 and max(nic_counts) > 1 and not bonded
+    return "rail-optimized" if rails else "spine-leaf"
+
+
+def fresh_basis(spec: PlaneSpec, attached: list[Attachment], bonded: bool) -> FabricBasis:
+    counts = {len(a.interfaces) for a in attached}
+    return FabricBasis(
+        style=resolve_style(spec, len(attached), counts, bonded), nics_per_node=max(counts),
+        nic_gbps=max(a.gbps for a in attached), planned_nodes=spec.fabric.planned_nodes or 0,
+        fabric=spec.fabric,
+    )
+
+
+def kept_basis(spec: PlaneSpec, previous: FabricBasis, attached: list[Attachment]) -> FabricBasis:
+    """The previous layout, or a DesignError when new nodes cannot join it without moving
+    existing cables."""
+    wider = max(len(a.interfaces) for a in attached)
+    faster = max(a.gbps for a in attached)
+    plane = attached[0].plane
+    if wider > previous.nics_per_node or faster > previous.nic_gbps:
+        raise problem(plane, f"new nodes have {wider} NIC(s) at {faster}G where the existing layout has "
+                      f"{previous.nics_per_node} at {previous.nic_gbps}G per node: fitting them moves "
+                      "existing cables", hint="re-plan with --fresh to accept recabling, or give these "
+                      "nodes their own plane")
+    planned = max(previous.planned_nodes, spec.fabric.planned_nodes or 0)
+    return previous.model_copy(update={"planned_nodes": planned})
 
 
 def assign_slots(nodes: list[str], previous: dict[str, int]) -> dict[str, int]:
@@ -82,16 +109,17 @@ def assign_slots(nodes: list[str], previous: dict[str, int]) -> dict[str, int]:
 
 
 def build_plane_fabric(
-    plane: PlaneName, spec: PlaneSpec, style: str, attached: list[Attachment],
+    plane: PlaneName, spec: PlaneSpec, basis: FabricBasis, attached: list[Attachment],
     previous_slots: dict[str, int],
 ) -> PlaneFabric:
-    if style == "direct":
+    """Switches and cables of one plane laid out on `basis`; nodes keep their previous slots."""
+    if basis.style == "direct":
         return _direct(plane, attached)
     slots = assign_slots([a.node for a in attached], previous_slots)
     try:
-        if style == "single-switch":
-            return _single_switch(plane, spec, attached, slots)
-        return _tiered(plane, spec, style, attached, slots)
+        if basis.style == "single-switch":
+            return _single_switch(plane, spec, basis, attached, slots)
+        return _tiered(plane, spec, basis, attached, slots)
     except SizingError as exc:
         raise problem(plane, str(exc), "radix", "use switches with more ports, or a higher "
                       "oversubscription, or style three-tier") from exc
@@ -116,11 +144,11 @@ def _switch(plane: PlaneName, spec: PlaneSpec, tier: Tier, index: int, **where: 
 
 
 def _single_switch(
-    plane: PlaneName, spec: PlaneSpec, attached: list[Attachment], slots: dict[str, int]
+    plane: PlaneName, spec: PlaneSpec, basis: FabricBasis, attached: list[Attachment], slots: dict[str, int]
 ) -> PlaneFabric:
-    nics = max(len(a.interfaces) for a in attached)
+    nics = basis.nics_per_node
     radix = spec.fabric.switch.radix
-    planned = max(len(attached), spec.fabric.planned_nodes or 0, max(slots.values()) + 1)
+    planned = max(len(attached), basis.planned_nodes, max(slots.values()) + 1)
     if planned * nics > radix:
         raise problem(plane, f"{planned} nodes x {nics} NIC(s) exceed one {radix}-port switch",
                       "radix", "use style spine-leaf (or auto), or a larger switch")
@@ -134,17 +162,18 @@ def _single_switch(
 
 
 def _tiered(
-    plane: PlaneName, spec: PlaneSpec, style: str, attached: list[Attachment], slots: dict[str, int]
+    plane: PlaneName, spec: PlaneSpec, basis: FabricBasis, attached: list[Attachment], slots: dict[str, int]
 ) -> PlaneFabric:
-    fabric, model = spec.fabric, spec.fabric.switch
-    nics = max(len(a.interfaces) for a in attached)
+    fabric, model, style = spec.fabric, spec.fabric.switch, basis.style
+    nics = basis.nics_per_node
     if style == "rail-optimized" and any(len(a.interfaces) != nics for a in attached):
-        raise problem(plane, "rail-optimized needs the same NIC count on every node of the plane")
+        raise problem(plane, "rail-optimized needs the same NIC count on every node of the plane",
+                      hint="use style spine-leaf, or put nodes with other NIC counts on their own plane")
     rails = nics if style == "rail-optimized" else 0
-    gbps = max(a.gbps for a in attached)
     shape = leaf_shape(rails=rails, nics=nics, nodes_per_leaf=fabric.nodes_per_leaf, radix=model.radix,
-                       ratio=fabric.oversubscription.leaf, nic_gbps=gbps, port_gbps=model.port_gbps)
-    planned = max(len(attached), fabric.planned_nodes or 0, max(slots.values()) + 1)
+                       ratio=fabric.oversubscription.leaf, nic_gbps=basis.nic_gbps, port_gbps=model.port_gbps,
+                       min_spines=fabric.min_spines)
+    planned = max(len(attached), basis.planned_nodes, max(slots.values()) + 1)
     leaves = ceil(planned / shape.slots_per_group) * shape.leaves_per_group
     upper = upper_shape(leaves=leaves, up=shape.up_ports, radix=model.radix, ratio=fabric.oversubscription.spine,
                         leaves_per_group=shape.leaves_per_group, min_tiers=3 if style == "three-tier" else 2,

@@ -83,20 +83,31 @@ def smallest_balanced_divisor(
 
 def leaf_shape(
     *, rails: int, nics: int, nodes_per_leaf: int | None, radix: int, ratio: float,
-    nic_gbps: int, port_gbps: int,
+    nic_gbps: int, port_gbps: int, min_spines: int = 1,
 ) -> LeafShape:
-    """Leaf ports for `rails` > 0 (one leaf per rail per unit) or plain leaves holding whole nodes."""
+    """Leaf ports for `rails` > 0 (one leaf per rail per unit) or plain leaves holding whole nodes.
+    Without nodes_per_leaf, the most node ports whose uplink count spreads evenly over
+    min_spines spines (51 down + 13 up would force 13 spines; 50 + 14 allows 2)."""
     per_node = 1 if rails else nics
     d_max = max_down_ports(radix, ratio, nic_gbps, port_gbps)
-    slots = nodes_per_leaf or d_max // per_node
-    down = slots * per_node
-    up = uplinks_needed(down, ratio, nic_gbps, port_gbps)
-    if slots < 1 or down + up > radix:
-        raise SizingError(
-            f"a {radix}-port leaf cannot hold {max(slots, 1)} node(s) of {per_node} NIC(s) "
-            f"at {ratio:g}:1 (needs {max(down, per_node)} down + {up} up ports)"
-        )
-    return LeafShape(rails or 1, slots, per_node, down, up)
+    wanted = [nodes_per_leaf] if nodes_per_leaf else range(d_max // per_node, 0, -1)
+    fallback = None
+    for slots in wanted:
+        down = slots * per_node
+        need = uplinks_needed(down, ratio, nic_gbps, port_gbps)
+        if down + need > radix:
+            continue
+        even = [u for u in range(need, radix - down + 1) if u % min_spines == 0]
+        if even:
+            return LeafShape(rails or 1, slots, per_node, down, even[0])
+        fallback = fallback or LeafShape(rails or 1, slots, per_node, down, need)
+    if fallback is not None:
+        return fallback
+    slots = nodes_per_leaf or 1
+    raise SizingError(
+        f"a {radix}-port leaf cannot hold {slots} node(s) of {per_node} NIC(s) at {ratio:g}:1 "
+        f"(needs {slots * per_node} down + {uplinks_needed(slots * per_node, ratio, nic_gbps, port_gbps)} up ports)"
+    )
 
 
 def two_tier(leaves: int, up: int, radix: int, min_spines: int = 1) -> UpperShape | None:

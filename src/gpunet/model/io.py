@@ -8,20 +8,34 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from gpunet.errors import PlanError
+from gpunet.model.base import bulk_objects
 from gpunet.model.plan import PLAN_SCHEMA_VERSION, Plan
 
 
 def read_plan(path: Path) -> Plan:
+    """A plan.json, validated (it is input: names in it reach `ip` commands)."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise PlanError(f"{path}: cannot read plan: {exc}") from None
-    version = data.get("schema_version") if isinstance(data, dict) else None
-    if version != PLAN_SCHEMA_VERSION:
-        raise PlanError(f"{path}: plan schema version {version!r}, this gpunet reads "
-                        f"{PLAN_SCHEMA_VERSION}; re-run `gpunet plan` on the spec")
+        text = path.read_text()
+    except OSError as exc:
+        raise PlanError(f"{path}: cannot read plan: {exc.strerror}") from None
     try:
-        return Plan.model_validate(data)
+        with bulk_objects():
+            plan = Plan.model_validate_json(text)  # parsed and validated in pydantic's core
     except ValidationError as exc:
+        _check_version(path, text)
         raise PlanError(f"{path}: not a valid plan: {exc.error_count()} problem(s), first: "
                         f"{exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}") from None
+    _check_version(path, text, plan.schema_version)
+    return plan
+
+
+def _check_version(path: Path, text: str, version: object = None) -> None:
+    if version is None:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise PlanError(f"{path}: cannot read plan: {exc}") from None
+        version = data.get("schema_version") if isinstance(data, dict) else None
+    if version != PLAN_SCHEMA_VERSION:
+        raise PlanError(f"{path}: plan schema version {version!r}, this gpunet reads {PLAN_SCHEMA_VERSION}; "
+                        "re-plan with `gpunet plan --fresh` (addresses and cables are assigned anew)")

@@ -7,7 +7,17 @@ from typing import Literal
 from pydantic import Field
 
 from gpunet.model.base import Frozen
-from gpunet.model.spec import BondSpec, FabricStyle, PlaneName, Role, SiteSpec, Technology
+from gpunet.model.spec import (
+    DEVICE_PATTERN,
+    HOSTNAME,
+    BondSpec,
+    FabricSpec,
+    FabricStyle,
+    PlaneName,
+    Role,
+    SiteSpec,
+    Technology,
+)
 
 PLAN_SCHEMA_VERSION = 1
 Tier = Literal["leaf", "spine", "core"]
@@ -17,7 +27,7 @@ LinkTier = Literal["direct", "node_leaf", "leaf_spine", "spine_core"]
 class Interface(Frozen):
     """One addressed or cabled interface of a node on one plane."""
 
-    name: str
+    name: str = Field(pattern=DEVICE_PATTERN)
     plane: PlaneName
     speed_gbps: int
     mtu: int
@@ -25,6 +35,7 @@ class Interface(Frozen):
     address6: str | None = None
     hostname: str | None = None
     rail: int | None = None
+    hca: str | None = None  # RDMA device (mlx5_3) on InfiniBand and RoCE planes
     vlan: int | None = None
     bond: BondSpec | None = None  # set on the bond interface itself
     members: tuple[str, ...] = ()
@@ -33,7 +44,9 @@ class Interface(Frozen):
 
 
 class Node(Frozen):
-    name: str
+    """A server: its role, GPUs and every interface on every plane."""
+
+    name: str = Field(pattern=HOSTNAME.pattern)
     group: str
     role: Role
     gpus: int
@@ -69,6 +82,18 @@ class Link(Frozen):
     gbps: int
 
 
+class FabricBasis(Frozen):
+    """What a plane's layout was sized from. A later plan with the previous one keeps it, so
+    adding nodes or groups never changes the slot width, leaf shape or style under existing
+    nodes; it changes only when the spec's fabric section changes."""
+
+    style: FabricStyle  # resolved: never "auto"
+    nics_per_node: int  # slot width: NICs of one node on one plane
+    nic_gbps: int  # NIC speed the leaf uplinks were sized for
+    planned_nodes: int
+    fabric: FabricSpec
+
+
 class Plane(Frozen):
     name: PlaneName
     technology: Technology
@@ -79,6 +104,7 @@ class Plane(Frozen):
     mtu: int
     speed_gbps: int
     style: FabricStyle
+    basis: FabricBasis | None = None
 
 
 class PlaneCapacity(Frozen):

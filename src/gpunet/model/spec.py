@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from ipaddress import IPv4Address, IPv4Network, IPv6Network
 from typing import Annotated, Literal
 
@@ -41,6 +42,11 @@ def _check_speed(value: str) -> str:
     return value.upper()
 
 
+HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
+# Linux interface names: at most 15 bytes, no '/', ':' or whitespace (they reach `ip` commands).
+DEVICE_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$"
+
+
 def _check_nodeset(value: str) -> str:
     try:
         nodes = NodeSet(value)
@@ -48,6 +54,9 @@ def _check_nodeset(value: str) -> str:
         raise ValueError(f"bad NodeSet {value!r}: {exc}") from exc
     if len(nodes) == 0:
         raise ValueError("NodeSet names no node")
+    bad = next((n for n in nodes if not HOSTNAME.match(n)), None)
+    if bad is not None:
+        raise ValueError(f"node name {bad!r} is not a valid hostname (letters, digits and '-', at most 63)")
     return value
 
 
@@ -66,6 +75,7 @@ Speed = Annotated[str, AfterValidator(_check_speed)]
 NodeSetText = Annotated[str, AfterValidator(_check_nodeset)]
 Ratio = Annotated[float, BeforeValidator(_ratio), Field(ge=1.0, le=64.0)]
 Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$", max_length=40)]
+Device = Annotated[str, Field(pattern=DEVICE_PATTERN)]
 
 
 class SiteSpec(Frozen):
@@ -74,7 +84,8 @@ class SiteSpec(Frozen):
     dns_servers: tuple[IPvAnyAddress, ...] = ()
     ntp_servers: tuple[str, ...] = ()
     bastion: str | None = None
-    admin_subnet: IPv4Network | None = None
+    admin_subnet: IPv4Network | None = None  # where admins SSH from (management firewall)
+    monitoring: IPv4Network | None = None  # Prometheus server(s), allowed to scrape exporters
 
 
 class SwitchModel(Frozen):
@@ -129,9 +140,9 @@ class PlaneSpec(Frozen):
 
 
 class BondSpec(Frozen):
-    name: str = "bond0"
+    name: Device = "bond0"
     mode: BondMode = "802.3ad"
-    members: tuple[str, ...] | None = None
+    members: tuple[Device, ...] | None = None
     lacp_rate: Literal["fast", "slow"] = "fast"
     hash_policy: HashPolicy = "layer3+4"
     mii_interval_ms: int = Field(100, ge=1, le=10000)
@@ -140,7 +151,9 @@ class BondSpec(Frozen):
 class NicSpec(Frozen):
     count: int = Field(1, ge=1, le=32)
     speed: Speed | None = None
-    devices: tuple[str, ...] | None = None
+    devices: tuple[Device, ...] | None = None
+    # RDMA device of each NIC, in the same order (`ibdev2netdev` shows it); default mlx5_0...
+    hcas: tuple[Device, ...] | None = None
     bond: BondSpec | None = None
 
 
@@ -177,5 +190,7 @@ def nic_devices(plane: str, plane_spec: PlaneSpec, nic: NicSpec) -> tuple[str, .
     """The spec's device names, else ib0.. on InfiniBand and <plane>0.. elsewhere."""
     if nic.devices is not None:
         return nic.devices
-    prefix = "ib" if plane_spec.technology == "infiniband" else PLANE_SHORT[plane]
+    prefix = PLANE_SHORT[plane]
+    if plane_spec.technology == "infiniband":  # ib0.. on compute; ibstor0.. elsewhere, never clashing
+        prefix = "ib" if plane == "compute" else f"ib{PLANE_SHORT[plane]}"
     return tuple(f"{prefix}{i}" for i in range(nic.count))

@@ -18,7 +18,8 @@ def spec_problems(spec: Spec) -> list[SpecProblem]:
     """Every semantic problem of a schema-valid spec, in file order."""
     checks: tuple[Callable[[Spec], Problems], ...] = (
         _overlapping_subnets, _gateways, _mtus, _unknown_planes, _unused_planes,
-        _unique_groups, _unique_nodes, _devices, _bonds, _nic_speeds, _subnet_sizes,
+        _unique_groups, _unique_nodes, _devices, _unique_interfaces, _bonds, _nic_speeds, _subnet_sizes,
+        _subnet6_sizes,
     )
     return [problem for check in checks for problem in check(spec)]
 
@@ -111,9 +112,30 @@ def _devices(spec: Spec) -> Problems:
                 f"{len(nic.devices)} device names for {nic.count} NIC(s)",
                 ("groups", i, "nics", plane, "devices"), "list exactly `count` device names",
             )
+        elif nic.hcas is not None and len(nic.hcas) != nic.count:
+            yield SpecProblem(
+                f"{len(nic.hcas)} HCA names for {nic.count} NIC(s)",
+                ("groups", i, "nics", plane, "hcas"), "list one RDMA device per NIC, in NIC order",
+            )
         elif nic.devices is not None and len(set(nic.devices)) != len(nic.devices):
             yield SpecProblem("a device name is listed twice",
                               ("groups", i, "nics", plane, "devices"), "device names must be unique")
+
+
+def _unique_interfaces(spec: Spec) -> Problems:
+    """A node's interface names across all its planes (NICs and bonds) must differ."""
+    for i, group in enumerate(spec.groups):
+        seen: dict[str, str] = {}
+        for plane, nic in group.nics.items():
+            if plane not in spec.planes:
+                continue
+            names = list(nic_devices(plane, spec.planes[plane], nic)) + ([nic.bond.name] if nic.bond else [])
+            for name in names:
+                if name in seen:
+                    yield SpecProblem(f"interface {name!r} is on planes {seen[name]} and {plane}",
+                                      ("groups", i, "nics", plane),
+                                      "give each plane's NICs (and bonds) their own device names")
+                seen.setdefault(name, plane)
 
 
 def _bonds(spec: Spec) -> Problems:
@@ -126,6 +148,10 @@ def _bonds(spec: Spec) -> Problems:
         if missing:
             yield SpecProblem(f"bond member(s) {', '.join(missing)} are not NICs of this plane",
                               (*path, "members"), f"members must be among {', '.join(devices)}")
+        if spec.planes[plane].fabric.style == "rail-optimized":
+            yield SpecProblem("a bond on a rail-optimized plane puts its members on different rail "
+                              "leaves, where LACP cannot form", path,
+                              "use style spine-leaf (members share a leaf) or drop the bond")
         if spec.planes[plane].technology == "infiniband" and nic.bond.mode != "active-backup":
             yield SpecProblem(f"IPoIB bonds support only active-backup, not {nic.bond.mode}",
                               (*path, "mode"), "use mode: active-backup, or no bond on InfiniBand")
@@ -161,6 +187,19 @@ def _subnet_sizes(spec: Spec) -> Problems:
                 ("planes", name, "subnet"),
                 f"use a /{_prefix_for(needed + 3)} or larger",
             )
+
+
+def _subnet6_sizes(spec: Spec) -> Problems:
+    """IPv6 addresses reuse the IPv4 host index, so subnet6 must hold the IPv4 subnet's indexes."""
+    for name, plane in spec.planes.items():
+        if plane.subnet6 is not None and plane.subnet6.num_addresses < plane.subnet.num_addresses:
+            yield SpecProblem(f"{plane.subnet6} is smaller than the IPv4 {plane.subnet}",
+                              ("planes", name, "subnet6"),
+                              f"use a /{128 - (32 - plane.subnet.prefixlen)} or larger (a /64 is usual)")
+    for (a, pa), (b, pb) in combinations(spec.planes.items(), 2):
+        if pa.subnet6 and pb.subnet6 and pa.subnet6.overlaps(pb.subnet6):
+            yield SpecProblem(f"subnet6 {pb.subnet6} overlaps plane {a}'s {pa.subnet6}",
+                              ("planes", b, "subnet6"), "give each plane its own IPv6 prefix")
 
 
 def _prefix_for(addresses: int) -> int:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from gpunet.errors import SpecError, SpecProblem
-from gpunet.model.spec import Spec
+from gpunet.model.spec import DEVICE_PATTERN, Spec
 from gpunet.spec.checks import spec_problems
 
 KeyPath = tuple[str | int, ...]
@@ -40,6 +40,7 @@ HINTS = {
     "tuple_type": "write a list ('- ' lines)",
     "invalid_key": "write keys as text (quote them if YAML reads them as numbers or yes/no)",
 }
+DEVICE_HINT = "a Linux interface name: 1-15 letters, digits, '_', '.' or '-' (no spaces or '/')"
 # Model validators report at the model's path; these name the key at fault and how to fix it.
 MODEL_ERRORS = {
     "is an InfiniBand speed": ("speed", "use an Ethernet speed such as 100G or 400G, or technology: infiniband"),
@@ -155,7 +156,9 @@ def _from_pydantic(error: ErrorDetails) -> SpecProblem:
     if kind == "literal_error" and "[key]" in error["loc"]:
         return SpecProblem(f"unknown name {path[-1]!r}: {message}", path, HINTS[kind])
     if kind == "string_pattern_mismatch":  # the regex means little to a reader; the hint says it
-        return SpecProblem(f"{error['input']!r} is not a valid name", path, HINTS[kind])
+        device = error.get("ctx", {}).get("pattern") == DEVICE_PATTERN
+        return SpecProblem(f"{error['input']!r} is not a valid {'interface ' if device else ''}name", path,
+                           DEVICE_HINT if device else HINTS[kind])
     for text, (key, hint) in MODEL_ERRORS.items():
         if kind == "value_error" and text in message:
             return SpecProblem(message, (*path, key), hint)
@@ -163,7 +166,7 @@ def _from_pydantic(error: ErrorDetails) -> SpecProblem:
 
 
 def _value_hint(message: str) -> str:
-    if "NodeSet" in message:
+    if "NodeSet" in message or "hostname" in message:
         return "write node names like gpu[001-032] or gpu[01-04],login01"
     if "speed" in message:
         return "e.g. 25G, 100G, 400G, or HDR/NDR/XDR on InfiniBand"

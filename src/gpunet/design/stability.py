@@ -1,0 +1,43 @@
+"""The growth guarantee, checked on the result: against the previous plan, no node that is
+still there lost an address and no cable between devices that are still there moved."""
+
+from __future__ import annotations
+
+from gpunet.errors import DesignError, SpecProblem
+from gpunet.model.plan import Plan
+
+
+def check_stable(previous: Plan, plan: Plan) -> None:
+    moved_cables = _moved_cables(previous, plan)
+    renumbered = _renumbered(previous, plan)
+    if not moved_cables and not renumbered:
+        return
+    planes = sorted({plane for plane, _ in moved_cables} | {plane for plane, _ in renumbered})
+    raise DesignError([SpecProblem(
+        f"this change moves {len(moved_cables)} existing cable(s) and renumbers {len(renumbered)} existing "
+        f"address(es) on {', '.join(planes)} (e.g. {_example(moved_cables, renumbered)})",
+        ("planes", planes[0], "fabric"),
+        "set fabric.planned_nodes to the size the cluster grows to (spines and cores are sized for it), "
+        "or re-plan with --fresh to accept the recabling",
+    )])
+
+
+def _moved_cables(previous: Plan, plan: Plan) -> list[tuple[str, str]]:
+    devices = {n.name for n in plan.nodes} | {s.name for s in plan.switches}
+    now = {(c.a.device, c.a.port, c.b.device, c.b.port) for c in plan.links}
+    return [
+        (c.plane, f"{c.a.device}:{c.a.port}-{c.b.device}:{c.b.port}") for c in previous.links
+        if {c.a.device, c.b.device} <= devices and (c.a.device, c.a.port, c.b.device, c.b.port) not in now
+    ]
+
+
+def _renumbered(previous: Plan, plan: Plan) -> list[tuple[str, str]]:
+    now = {(n.name, i.name): i.address for n in plan.nodes for i in n.interfaces}
+    return [
+        (i.plane, f"{n.name}/{i.name} {i.address}") for n in previous.nodes for i in n.interfaces
+        if (n.name, i.name) in now and i.address and now[n.name, i.name] != i.address
+    ]
+
+
+def _example(moved: list[tuple[str, str]], renumbered: list[tuple[str, str]]) -> str:
+    return (moved or renumbered)[0][1]
