@@ -18,10 +18,11 @@ def lab_unavailable() -> str | None:
             return f"needs {tool} (.ci/run installs it)"
     if not os.path.exists("/usr/sbin/sshd"):
         return "needs /usr/sbin/sshd (openssh-server)"
-    probe = subprocess.run(["ip", "netns", "add", "gnprobe"], capture_output=True, text=True, check=False)
+    name = f"gnprobe{os.getpid()}"  # unique: concurrent runs must not collide
+    probe = subprocess.run(["ip", "netns", "add", name], capture_output=True, text=True, check=False)
     if probe.returncode != 0:
         return f"cannot create a network namespace here: {probe.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", "gnprobe"], check=False)
+    subprocess.run(["ip", "netns", "del", name], check=False)
     return None
 
 

@@ -8,7 +8,9 @@
     ├── ProbeError               reading a node failed
     │   ├── CommandError         a command exited non-zero
     │   └── ParseError           a tool's output was not understood (tool, line)
-    └── FleetError               running on many nodes failed as a whole
+    ├── FleetError               running on many nodes failed as a whole
+    └── LabError                 a lab cannot be built, found, changed or fully removed
+        └── LabUsageError        a bad lab id, cable name or fault value (exit 2)
 
 The CLI maps these to one line and an exit code in one place (cli/errors.py); the library
 never prints and never exits.
@@ -79,3 +81,11 @@ class ParseError(ProbeError):
 
 class FleetError(GpunetError):
     """Running on many nodes failed as a whole (not one node: per-node failure is data)."""
+
+
+class LabError(GpunetError):
+    """A lab cannot be built, found, changed or fully removed."""
+
+
+class LabUsageError(LabError):
+    """The lab command was given a bad id, cable end or fault value."""

@@ -24,10 +24,10 @@ def small_plan() -> Plan:
 
 
 @contextmanager
-def built_lab(lab_id: str, plan: Plan | None = None) -> Iterator[LabState]:
+def built_lab(lab_id: str, plan: Plan | None = None, max_nodes: int = 16) -> Iterator[LabState]:
     """A lab that is always taken down, whatever happens in the body."""
     try:
-        yield lab_up(plan or small_plan(), lab_id)
+        yield lab_up(plan or small_plan(), lab_id, max_nodes=max_nodes)
     finally:
         lab_down(lab_id)
 
@@ -79,6 +79,8 @@ def leftovers(lab_id: str) -> list[str]:
     found += [f"/etc/netns/{p.name}" for p in Path("/etc/netns").glob(f"{prefix}*")]
     if read_state(lab_id) is not None:
         found.append("state file")
+    mounts = Path("/proc/mounts").read_text()
+    found += [f"mount {line.split()[1]}" for line in mounts.splitlines() if f"/labs/{lab_id}/" in line]
     tables = subprocess.run(["nft", "list", "tables"], capture_output=True, text=True, check=True).stdout
     found += [f"nft {t}" for t in tables.splitlines() if "gn" in t]
     if not all_states() and "198.18.0.0/15" in lab_range_route():

@@ -105,3 +105,30 @@ def test_only_four_labs_fit_side_by_side() -> None:
     assert ip_network(lab_block(3)).broadcast_address == LAB_RANGE.broadcast_address
     with pytest.raises(LabError, match="at most 4 labs"):
         lab_block(4)
+
+
+def test_shaped_rates_keep_each_tiers_oversubscription() -> None:
+    """Every cable is shaped at the same Mbit/s per plan Gbit/s, so a full leaf's node-side rate
+    over its uplink rate is the plan's oversubscription (2:1 storage leaves here)."""
+    plan = example_plan("small-ethernet")
+    bp = build_blueprint(plan, "t", slot=0, scale=0.5)
+    leaf = "gnt-stor-leaf001"
+    down = sum(v.mbit for v in bp.veths if v.b_ns == leaf)
+    up = sum(v.mbit for v in bp.veths if v.a_ns == leaf)
+    (storage,) = [c for c in plan.capacity if c.plane == "storage"]
+    assert down / up == pytest.approx(storage.oversubscription["leaf"])
+    assert storage.oversubscription["leaf"] <= 2.0
+
+
+def test_a_slice_too_big_to_keep_host_indexes_is_renumbered_densely() -> None:
+    plan = slice_plan(example_plan("multi-unit-large"), 16)
+    wide = plan.model_copy(update={"planes": tuple(
+        p.model_copy(update={"subnet": "10.0.0.0/8"}) if p.name == "compute" else p for p in plan.planes)})
+    # host indexes up to ~10.7.15.1: far beyond what one lab block holds
+    nodes = tuple(n.model_copy(update={"interfaces": tuple(
+        i.model_copy(update={"address": f"10.{j}.{k}.1/8"}) if i.plane == "compute" else i
+        for j, i in enumerate(n.interfaces))}) for k, n in enumerate(wide.nodes))
+    bp = build_blueprint(wide.model_copy(update={"nodes": nodes}), "t", slot=0)
+    assert any("renumbered" in note for note in bp.notes)
+    labs = [ip_interface(a.split(" -> ")[1]) for k, a in bp.address_map.items()]
+    assert all(a.ip in bp.block for a in labs) and len({a.ip for a in labs}) == len(labs)

@@ -12,10 +12,12 @@ from pathlib import Path
 import pytest
 
 import gpunet.spec
+from gpunet.api import plan_spec
+from gpunet.errors import LabError
 from gpunet.lab.build import lab_down, lab_up
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.sshd import ssh_argv
-from gpunet.lab.state import LabState, lab_dir
+from gpunet.lab.state import LabState, lab_dir, read_state
 from tests.lab.conftest import SMALL_LAB_ID
 from tests.lab.helpers import (
     built_lab,
@@ -132,8 +134,8 @@ def test_loss_fault_raises_retransmissions_only_through_it(lab: LabState) -> Non
     finally:
         heal(LAB, "gpu1:ens1")
     hit_rtx, spared_rtx = hit["end"]["sum_sent"]["retransmits"], spared["end"]["sum_sent"]["retransmits"]
-    assert hit_rtx >= 10, hit_rtx
-    assert spared_rtx <= 2, spared_rtx
+    assert hit_rtx >= 10, (hit_rtx, spared_rtx)
+    assert spared_rtx <= 2, (hit_rtx, spared_rtx)
 
 
 @pytest.mark.parametrize(("cable", "client", "server", "mbit"), [
@@ -217,3 +219,34 @@ def test_module_lab_is_gone_after_down() -> None:
     assert leftovers("zd") == []
     lab_down("zd")  # idempotent
     assert leftovers("zd") == []
+
+
+def test_up_refuses_to_adopt_a_namespace_it_did_not_make() -> None:
+    subprocess.run(["ip", "netns", "add", "gnzr-gpu1"], check=True)
+    try:
+        with pytest.raises(LabError, match="gnzr-gpu1 already exist"):
+            lab_up(small_plan(), "zr")
+        assert "gnzr-gpu1" in _netns_now()  # left alone
+        assert read_state("zr") is None  # nothing recorded, nothing built
+        assert not [n for n in _netns_now() if n.startswith("gnzr-") and n != "gnzr-gpu1"]
+    finally:
+        subprocess.run(["ip", "netns", "del", "gnzr-gpu1"], check=True)
+
+
+def test_a_slice_of_a_three_tier_plan_routes_across_pods() -> None:
+    """multi-unit-large (1024 nodes, 3 tiers) sliced to 12 servers: leaves in two pods, spines
+    and cores kept; the first and last servers sit in different pods."""
+    plan = plan_spec(EXAMPLES_DIR / "multi-unit-large.yaml")
+    with built_lab("zp", plan=plan, max_nodes=12) as state:
+        tiers = {kind for kind in state.namespaces.values()}
+        assert tiers == {"server", "router"}
+        cores = [n for n in state.namespaces if "-comp-core" in n]
+        assert cores
+        nodes = sorted(n for n in state.servers if n.startswith("gpu"))
+        first, last = nodes[0], nodes[-1]
+        target = lab_address(state, last, "ib0")
+        assert run_in("zp", first, "ping", "-c", "1", "-W", "2", target).returncode == 0
+        before = sum(sum(tx_bytes(c).values()) for c in cores)
+        run_in("zp", first, "ping", "-c", "20", "-i", "0.01", "-q", target)
+        assert sum(sum(tx_bytes(c).values()) for c in cores) > before  # the inter-pod path crossed a core
+    assert leftovers("zp") == []

@@ -28,8 +28,10 @@ def test_lab_commands_end_to_end() -> None:
         assert up.returncode == 0, up.stderr
         state = json.loads(up.stdout)
         assert len(state["servers"]) == 8 and state["status"] == "up"
-        status = runner.invoke(app, ["lab", "status", "--id", "zc"], terminal_width=200)
+        status = runner.invoke(app, ["lab", "status", "--id", "zc", "--addresses"], terminal_width=200)
         assert "no RDMA" in status.stdout and "gpu8" in status.stdout
+        # the plan <-> lab address map: the plan's compute 198.18.16.0/24 re-homed, host index kept
+        assert "gpu8/ens1" in status.stdout and "198.18.16.8/24" in status.stdout
         shown = gpunet("lab", "exec", "gpu4", "--id", "zc", "--", "hostname")
         assert (shown.returncode, shown.stdout.strip()) == (0, "gpu4")
         failing = gpunet("lab", "exec", "gpu4", "--id", "zc", "--", "false")
@@ -42,7 +44,7 @@ def test_lab_commands_end_to_end() -> None:
         two = gpunet("lab", "fault", "gpu4:ens1", "--loss", "5", "--down", "--id", "zc")
         assert two.returncode == 2 and "exactly one" in two.stderr
         unknown = gpunet("lab", "fault", "gpu9:ens1", "--down", "--id", "zc")
-        assert unknown.returncode == 1 and "no cable end 'gpu9:ens1'" in unknown.stderr
+        assert unknown.returncode == 2 and "no cable end 'gpu9:ens1'" in unknown.stderr
         delay = gpunet("lab", "fault", "gpu4:ens1", "--delay", "5ms", "--id", "zc")
         assert delay.returncode == 0 or "netem" in delay.stderr, delay.stderr
     finally:
@@ -54,6 +56,8 @@ def test_lab_commands_end_to_end() -> None:
 def test_status_of_a_missing_lab_is_a_clear_error() -> None:
     result = runner.invoke(app, ["lab", "status", "--id", "nope"])
     assert result.exit_code == 1 and "no lab 'nope'" in result.output
+    bad = runner.invoke(app, ["lab", "down", "--id", "../.."])
+    assert bad.exit_code == 2 and "1-4 lowercase letters" in bad.output
 
 
 def test_loss_rules_are_accepted_by_nft_and_a_broken_one_is_not(tmp_path) -> None:  # type: ignore[no-untyped-def]

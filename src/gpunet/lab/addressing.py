@@ -7,16 +7,12 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network, ip_interface
 from math import ceil, log2
 
-from gpunet.errors import GpunetError
+from gpunet.errors import LabError
 from gpunet.model.plan import Plan
 
 LAB_RANGE = IPv4Network("198.18.0.0/15")  # RFC 2544 benchmarking range, never routed outside
 LAB_BLOCK_PREFIX = 17  # four labs side by side, 32766 addresses each
 MAX_LABS = 2 ** (LAB_BLOCK_PREFIX - LAB_RANGE.prefixlen)
-
-
-class LabError(GpunetError):
-    """The lab cannot be built, changed or found."""
 
 
 def lab_block(slot: int) -> IPv4Network:
@@ -44,11 +40,17 @@ class BlockCarver:
 
 @dataclass(frozen=True)
 class PlaneAddressing:
+    """Plan subnet -> lab subnet. Host indexes are kept unless `dense` renumbers them 1, 2, ...
+    (a slice of a large plan: gpu2048's index does not fit a lab block)."""
+
     plan_subnet: IPv4Network
     lab_subnet: IPv4Network
+    dense: dict[int, int] | None = None
 
     def to_lab(self, plan_address: str) -> IPv4Interface:
         index = int(ip_interface(plan_address).ip) - int(self.plan_subnet.network_address)
+        if self.dense is not None:
+            index = self.dense[index]
         return IPv4Interface((int(self.lab_subnet.network_address) + index, self.lab_subnet.prefixlen))
 
     def host_address(self, gateway: str | None) -> IPv4Interface:
@@ -58,16 +60,34 @@ class PlaneAddressing:
         return IPv4Interface((IPv4Address(int(self.lab_subnet.broadcast_address) - 1), self.lab_subnet.prefixlen))
 
 
-def plane_addressing(plan: Plan, carver: BlockCarver) -> dict[str, PlaneAddressing]:
-    """A lab subnet per plane, large enough for the highest host index the (sliced) plan uses."""
-    result: dict[str, PlaneAddressing] = {}
-    for plane in plan.planes:
-        subnet = IPv4Network(plane.subnet)
-        highest = max((int(ip_interface(i.address).ip) - int(subnet.network_address)
-                       for n in plan.nodes for i in n.interfaces if i.plane == plane.name and i.address),
-                      default=1)
-        if plane.gateway:
-            highest = max(highest, int(IPv4Address(plane.gateway)) - int(subnet.network_address))
-        # +3: network, broadcast and the host's own address stay clear of every node index
-        result[plane.name] = PlaneAddressing(subnet, carver.take(max(highest + 3, 256)))
-    return result
+def plane_addressing(plan: Plan, block: IPv4Network) -> tuple[dict[str, PlaneAddressing], BlockCarver]:
+    """A lab subnet per plane keeping host indexes when they fit the lab's block, else dense."""
+    try:
+        carver = BlockCarver(block)
+        return {p.name: _kept(plan, p.name, carver) for p in plan.planes}, carver
+    except LabError:
+        carver = BlockCarver(block)
+        return {p.name: _dense(plan, p.name, carver) for p in plan.planes}, carver
+
+
+def _indexes(plan: Plan, plane: str) -> tuple[IPv4Network, list[int]]:
+    """The plan subnet and the host indexes the (sliced) plan uses on it, gateway included."""
+    spec = next(p for p in plan.planes if p.name == plane)
+    subnet = IPv4Network(spec.subnet)
+    used = [int(ip_interface(i.address).ip) - int(subnet.network_address)
+            for n in plan.nodes for i in n.interfaces if i.plane == plane and i.address]
+    if spec.gateway:
+        used.append(int(IPv4Address(spec.gateway)) - int(subnet.network_address))
+    return subnet, sorted(set(used))
+
+
+def _kept(plan: Plan, plane: str, carver: BlockCarver) -> PlaneAddressing:
+    subnet, used = _indexes(plan, plane)
+    # +3: network, broadcast and the host's own address stay clear of every node index
+    return PlaneAddressing(subnet, carver.take(max(max(used, default=1) + 3, 256)))
+
+
+def _dense(plan: Plan, plane: str, carver: BlockCarver) -> PlaneAddressing:
+    subnet, used = _indexes(plan, plane)
+    renumber = {index: rank for rank, index in enumerate(used, start=1)}
+    return PlaneAddressing(subnet, carver.take(max(len(used) + 3, 256)), renumber)

@@ -6,26 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from ipaddress import IPv4Interface, IPv4Network
 
+from gpunet.errors import LabError
 from gpunet.lab.addressing import LAB_RANGE, BlockCarver, PlaneAddressing, lab_block, plane_addressing
-from gpunet.lab.routes import host_routes
+from gpunet.lab.routes import host_routes, port_if
+from gpunet.lab.state import VethState as Veth
 from gpunet.model.plan import Interface, Link, Node, Plan
 
 HOST_PORT = "host"  # the switch port the host's veth plugs into
 DEFAULT_SCALE_MBIT_PER_GBIT = 1.0  # 400G in the plan is 400 Mbit/s in the lab
-
-
-@dataclass(frozen=True)
-class Veth:
-    """One cable: a veth pair between two namespaces (ns "" is the host)."""
-
-    a_ns: str
-    a_if: str
-    b_ns: str
-    b_if: str
-    mtu: int
-    mbit: float
-    plane: str
-    cable: str  # "gpu001:ib0 comp-leaf001:1": how users name it in `lab fault`
 
 
 @dataclass
@@ -56,14 +44,9 @@ def ns_name(lab_id: str, device: str) -> str:
     return f"gn{lab_id}-{device}"
 
 
-def port_if(port: str) -> str:
-    return port if not port.isdigit() else f"p{port}"
-
-
 def build_blueprint(plan: Plan, lab_id: str, slot: int, scale: float = DEFAULT_SCALE_MBIT_PER_GBIT) -> Blueprint:
     block = lab_block(slot)
-    carver = BlockCarver(block)
-    addressing = plane_addressing(plan, carver)
+    addressing, carver = plane_addressing(plan, block)
     mgmt = _management_plane(plan)
     bridged = {c.plane for c in plan.capacity if c.style == "single-switch"}
     ns = {n.name: ns_name(lab_id, n.name) for n in plan.nodes} | {
@@ -73,7 +56,8 @@ def build_blueprint(plan: Plan, lab_id: str, slot: int, scale: float = DEFAULT_S
     veths = [_veth(c, ns, mtu[c.plane], scale) for c in plan.links]
     host_if, mgmt_leaf = f"gn{lab_id}h", _first_leaf(plan, mgmt)
     host_addr = addressing[mgmt].host_address(next(p.gateway for p in plan.planes if p.name == mgmt))
-    veths.append(Veth("", host_if, ns[mgmt_leaf], HOST_PORT, mtu[mgmt], 0, mgmt, f"host {mgmt_leaf}:{HOST_PORT}"))
+    veths.append(Veth(a_ns="", a_if=host_if, b_ns=ns[mgmt_leaf], b_if=HOST_PORT, mtu=mtu[mgmt], mbit=0,
+                      plane=mgmt, cable=f"host {mgmt_leaf}:{HOST_PORT}"))
     p2p = _p2p_addresses(plan, carver)
     loopbacks = dict(zip((s.name for s in plan.switches), carver.take(len(plan.switches) + 2).hosts(), strict=False))
     routes = host_routes(plan, lab_addr, p2p, {mgmt: [(mgmt_leaf, HOST_PORT, str(host_addr.ip))]})
@@ -92,7 +76,7 @@ def build_blueprint(plan: Plan, lab_id: str, slot: int, scale: float = DEFAULT_S
         host_address=host_addr, mgmt_subnet=addressing[mgmt].lab_subnet,
         address_map={f"{n}/{i}": f"{_plan_address(plan, n, i)} -> {a}" for (n, i), a in lab_addr.items()},
         mgmt_addresses={n: str(a.ip) for (n, _), a in lab_addr.items() if _plane_of(plan, n, a, addressing) == mgmt},
-        hosts_file=_hosts_file(plan, lab_addr), notes=_notes(plan),
+        hosts_file=_hosts_file(plan, lab_addr), notes=_notes(plan, addressing),
     )
 
 
@@ -119,13 +103,17 @@ def _management_plane(plan: Plan) -> str:
 
 
 def _first_leaf(plan: Plan, plane: str) -> str:
-    return next(s.name for s in plan.switches if s.plane == plane and s.tier == "leaf")
+    leaf = next((s.name for s in plan.switches if s.plane == plane and s.tier == "leaf"), None)
+    if leaf is None:
+        raise LabError(f"the lab reaches servers through the {plane} plane's switch, and this plane has "
+                       "none (direct cables); give it a switch (style single-switch) to build a lab")
+    return leaf
 
 
 def _veth(link: Link, ns: dict[str, str], mtu: int, scale: float) -> Veth:
     cable = f"{link.a.device}:{link.a.port} {link.b.device}:{link.b.port}"
-    return Veth(ns[link.a.device], port_if(link.a.port), ns[link.b.device], port_if(link.b.port),
-                mtu, link.gbps * scale, link.plane, cable)
+    return Veth(a_ns=ns[link.a.device], a_if=port_if(link.a.port), b_ns=ns[link.b.device],
+                b_if=port_if(link.b.port), mtu=mtu, mbit=link.gbps * scale, plane=link.plane, cable=cable)
 
 
 def _addressed_interface(node: Node, iface: Interface) -> str:
@@ -212,8 +200,12 @@ def _hosts_file(plan: Plan, lab_addr: dict[tuple[str, str], IPv4Interface]) -> s
     return "\n".join(lines) + "\n"
 
 
-def _notes(plan: Plan) -> list[str]:
-    notes = [f"lab addresses are in {LAB_RANGE} (plan subnets re-homed, host index kept)"]
+def _notes(plan: Plan, addressing: dict[str, PlaneAddressing]) -> list[str]:
+    dense = any(a.dense is not None for a in addressing.values())
+    notes = [f"lab addresses are in {LAB_RANGE} (plan subnets re-homed, "
+             f"{'hosts renumbered 1, 2, ... to fit' if dense else 'host index kept'}; `status --addresses`)"]
+    if any(i.address6 for n in plan.nodes for i in n.interfaces):
+        notes.append("IPv6 addresses of the plan are left out of the lab")
     techs = {p.technology for p in plan.planes}
     if techs & {"infiniband", "roce"}:
         notes.append("InfiniBand and RoCE planes are IP links here (this kernel has no RDMA): same "

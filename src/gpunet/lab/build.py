@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from gpunet.lab.addressing import LAB_RANGE, LabError
+from gpunet.errors import LabError, LabUsageError
+from gpunet.lab.addressing import LAB_RANGE
 from gpunet.lab.blueprint import Blueprint, Namespace, build_blueprint
 from gpunet.lab.netns import (
     existing_namespaces,
@@ -24,8 +26,8 @@ from gpunet.lab.slice import slice_plan
 from gpunet.lab.sshd import start_sshd, write_ssh_files
 from gpunet.lab.state import (
     LabState,
-    VethState,
     all_states,
+    check_id,
     free_slot,
     lab_dir,
     labs_lock,
@@ -52,9 +54,15 @@ def lab_up(
     run: CommandRunner = run_local, progress: Progress = _silent,
 ) -> LabState:
     """Build the (sliced) plan in namespaces; idempotent for the same plan and id."""
-    _check_id(lab_id)
+    check_id(lab_id)
+    _require_root()
     with labs_lock():
         return _up(plan, lab_id, max_nodes=max_nodes, scale=scale, run=run, progress=progress)
+
+
+def _require_root() -> None:
+    if os.geteuid() != 0:
+        raise LabError("the lab creates network namespaces: run it as root (sudo gpunet lab ...)")
 
 
 def _up(
@@ -71,6 +79,8 @@ def _up(
         _down(lab_id, run)  # a half-built lab from a crash: start clean
     slot = free_slot(lab_id)
     blueprint = build_blueprint(sliced, lab_id, slot, scale)
+    _refuse_foreign(blueprint, run)
+    _forget_stale_names(lab_id)
     state = _state(blueprint, slot, digest, scale, "building")
     write_state(state)  # before anything exists, so `down` can always find what to remove
     _create(blueprint, run, progress)
@@ -79,9 +89,26 @@ def _up(
     return state
 
 
-def _check_id(lab_id: str) -> None:
-    if not (lab_id.isalnum() and lab_id.islower() and 1 <= len(lab_id) <= 4):
-        raise LabError(f"lab id {lab_id!r}: use 1-4 lowercase letters or digits (it goes in every name)")
+def _refuse_foreign(bp: Blueprint, run: CommandRunner) -> None:
+    """Never adopt what gpunet did not make: a namespace or link of the same name, or a host
+    route for the lab range while no lab is up, stops `up` before anything is recorded."""
+    clash = sorted({n.name for n in bp.namespaces} & existing_namespaces())
+    if run(["ip", "link", "show", bp.host_if], check=False).returncode == 0:
+        clash.append(f"link {bp.host_if}")
+    if clash:
+        raise LabError(f"{', '.join(clash[:5])} already exist and are not this lab's; remove them or use another --id")
+    route = run(["ip", "route", "show", "exact", str(LAB_RANGE)], check=False).stdout.strip()
+    if route and not [s for s in all_states() if s.lab_id != bp.lab_id]:
+        raise LabError(f"the host already has a route for {LAB_RANGE} ({route}) that no gpunet lab made; "
+                       "gpunet will not replace it")
+
+
+def _forget_stale_names(lab_id: str) -> None:
+    """/etc/netns entries of this lab id whose namespace is gone (a reboot wipes /run, not /etc)."""
+    live = existing_namespaces()
+    for entry in ETC_NETNS.glob(f"gn{lab_id}-*"):
+        if entry.name not in live:
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> LabState:
@@ -91,7 +118,7 @@ def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> 
         namespaces={n.name: n.kind for n in bp.namespaces},
         servers={n.device: n.name for n in bp.namespaces if n.kind == "server"},
         mgmt_addresses=bp.mgmt_addresses, address_map=bp.address_map,
-        veths=tuple(VethState(**v.__dict__) for v in bp.veths), notes=tuple(bp.notes),
+        veths=tuple(bp.veths), notes=tuple(bp.notes),
         scale_mbit_per_gbit=scale,
         routes={n.name: tuple(c for c in n.commands if c.startswith("route ")) for n in bp.namespaces},
     )
@@ -135,9 +162,13 @@ def _shape(bp: Blueprint, run: CommandRunner) -> None:
 
 
 def _host_side(bp: Blueprint, run: CommandRunner) -> None:
-    """One veth to the management plane, and nothing else of 198.18.0.0/15 reachable."""
-    ip_batch(run, [f"addr add {bp.host_address} dev {bp.host_if}", f"link set {bp.host_if} up",
-                   f"route replace unreachable {LAB_RANGE}"])
+    """One veth to the management plane, and nothing else of 198.18.0.0/15 reachable (the
+    first lab up adds the unreachable route, the last one down removes it)."""
+    lines = [f"addr add {bp.host_address} dev {bp.host_if}", f"link set {bp.host_if} up"]
+    if not run(["ip", "route", "show", "exact", str(LAB_RANGE)], check=False).stdout.strip():
+        lines.append(f"route add unreachable {LAB_RANGE}")
+    ip_batch(run, lines)
+    run(["sysctl", "-q", "-w", f"net.ipv6.conf.{bp.host_if}.disable_ipv6=1"], check=False)
 
 
 def _names(bp: Blueprint, run: CommandRunner) -> None:
@@ -170,7 +201,7 @@ def node_argv(lab_id: str, node: str, command: Sequence[str]) -> list[str]:
     """argv that runs `command` inside a lab server (its network, hostname and /etc/hosts)."""
     state = _require(lab_id)
     if node not in state.servers:
-        raise LabError(f"no server {node!r} in lab {lab_id}; servers: {', '.join(sorted(state.servers))}")
+        raise LabUsageError(f"no server {node!r} in lab {lab_id}; servers: {', '.join(sorted(state.servers))}")
     return node_argv_for(lab_id, node, state.servers[node], command)
 
 
@@ -195,6 +226,8 @@ def lab_status(lab_id: str | None = None) -> list[LabState]:
 def lab_down(lab_id: str, run: CommandRunner = run_local) -> list[str]:
     """Remove everything the state file names; safe to repeat and after a crash. Returns the
     namespaces removed."""
+    check_id(lab_id)
+    _require_root()
     with labs_lock():
         return _down(lab_id, run)
 
@@ -204,13 +237,18 @@ def _down(lab_id: str, run: CommandRunner) -> list[str]:
     if state is None:
         return []
     names = set(state.namespaces)
-    kill_pids(pids_in_namespaces(names))  # sshd and anything `lab exec` left running
+    kill_pids(pids_in_namespaces(names), names)  # sshd and anything `lab exec` left running
     present = sorted(names & existing_namespaces())
     ip_batch(run, (f"netns del {n}" for n in present), force=True)
     ip_batch(run, [f"link del {state.host_if}"], force=True)
     _remove_names(state, run)
     if not [s for s in all_states() if s.lab_id != lab_id]:
         ip_batch(run, [f"route del unreachable {LAB_RANGE}"], force=True)
+    left = sorted(names & existing_namespaces())
+    if run(["ip", "link", "show", state.host_if], check=False).returncode == 0:
+        left.append(f"link {state.host_if}")
+    if left:  # keep the state file: a later `down` must still know what to remove
+        raise LabError(f"lab {lab_id}: could not remove {', '.join(left[:5])}; the state is kept, retry `lab down`")
     shutil.rmtree(lab_dir(lab_id), ignore_errors=True)
     return present
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gpunet.lab.addressing import LabError
+from gpunet.errors import LabError, LabUsageError
 from gpunet.lab.netns import ip_batch, tbf_line
 from gpunet.lab.state import Fault, LabState, VethState, labs_lock, read_state, write_state
 from gpunet.runner import CommandRunner, run_local
@@ -18,7 +18,7 @@ def find_cable(state: LabState, target: str) -> VethState:
     matches = [v for v in state.veths if target in v.cable.split(" ")]
     if not matches:
         ends = ", ".join(v.cable.split(" ")[0] for v in state.veths[:3])
-        raise LabError(f"no cable end {target!r} in lab {state.lab_id}; name one end as DEVICE:PORT, e.g. {ends}")
+        raise LabUsageError(f"no cable end {target!r} in lab {state.lab_id}; name one end as DEVICE:PORT, e.g. {ends}")
     return matches[0]
 
 
@@ -45,11 +45,15 @@ def apply_fault(lab_id: str, target: str, kind: str, value: str = "", run: Comma
 def _apply(lab_id: str, target: str, kind: str, value: str, run: CommandRunner) -> Fault:
     state = _state(lab_id)
     cable = find_cable(state, target)
-    for ns, dev in _ends(cable):
-        _apply_end(ns, dev, cable, kind=kind, value=value, run=run)
     fault = Fault(cable=cable.cable, kind=kind, value=value)
     kept = tuple(f for f in state.faults if not (f.cable == fault.cable and f.kind == kind))
-    write_state(state.model_copy(update={"faults": (*kept, fault)}))
+    write_state(state.model_copy(update={"faults": (*kept, fault)}))  # first: heal can undo a half-applied one
+    try:
+        for ns, dev in _ends(cable):
+            _apply_end(ns, dev, cable, kind=kind, value=value, run=run)
+    except LabUsageError:
+        write_state(state)  # nothing was applied: a bad value is caught before the first command
+        raise
     return fault
 
 
@@ -57,7 +61,7 @@ def _apply_end(ns: str, dev: str, cable: VethState, *, kind: str, value: str, ru
     if kind == "loss":
         percent = float(value)
         if not 0 < percent <= 100:
-            raise LabError("--loss takes a percentage in (0, 100]")
+            raise LabUsageError("--loss takes a percentage in (0, 100]")
         run(["ip", "netns", "exec", ns, "nft", "delete", "table", "netdev", f"gnloss_{dev}"], check=False)
         run(["ip", "netns", "exec", ns, "nft", "-f", "-"], stdin=loss_script(dev, percent))
     elif kind == "down":
@@ -69,7 +73,7 @@ def _apply_end(ns: str, dev: str, cable: VethState, *, kind: str, value: str, ru
     elif kind == "delay":
         _delay(ns, dev, value, run)
     else:
-        raise LabError(f"unknown fault {kind!r}")
+        raise LabUsageError(f"unknown fault {kind!r}")
 
 
 def _delay(ns: str, dev: str, value: str, run: CommandRunner) -> None:
@@ -83,7 +87,7 @@ def parse_rate(text: str) -> float:
     """'100mbit' -> 100.0 (Mbit/s), like tc's own units."""
     match = RATE.match(text.strip().lower())
     if not match:
-        raise LabError(f"rate {text!r}: write it as tc does, e.g. 100mbit, 1gbit, 500kbit")
+        raise LabUsageError(f"rate {text!r}: write it as tc does, e.g. 100mbit, 1gbit, 500kbit")
     return float(match[1]) * UNIT_MBIT[match[2]]
 
 

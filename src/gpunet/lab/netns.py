@@ -37,14 +37,19 @@ def existing_namespaces() -> set[str]:
     return {p.name for p in NETNS_DIR.iterdir()} if NETNS_DIR.exists() else set()
 
 
-def pids_in_namespaces(names: Iterable[str]) -> list[int]:
-    """PIDs whose network namespace is one of `names` (compared by inode, like `ip netns pids`)."""
+def _inodes(names: Iterable[str]) -> set[int]:
     inodes = set()
     for name in names:
         try:
             inodes.add((NETNS_DIR / name).stat().st_ino)
         except OSError:
             continue
+    return inodes
+
+
+def pids_in_namespaces(names: Iterable[str]) -> list[int]:
+    """PIDs whose network namespace is one of `names` (compared by inode, like `ip netns pids`)."""
+    inodes = _inodes(names)
     pids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -56,15 +61,24 @@ def pids_in_namespaces(names: Iterable[str]) -> list[int]:
     return pids
 
 
-def kill_pids(pids: Iterable[int], wait_s: float = 3.0) -> None:
-    """SIGKILL each, then wait until they are gone (a zombie counts as gone: it runs nothing)."""
+def kill_pids(pids: Iterable[int], namespaces: set[str], wait_s: float = 3.0) -> None:
+    """SIGKILL each process still in one of `namespaces`, then wait until they are gone (a zombie
+    counts as gone). A pidfd pins the process: a PID reused in between is never hit."""
+    inodes = _inodes(namespaces)
     killed = []
     for pid in pids:
         try:
-            os.kill(pid, signal.SIGKILL)
-            killed.append(pid)
+            fd = os.pidfd_open(pid)
         except ProcessLookupError:
             continue
+        try:
+            if Path(f"/proc/{pid}/ns/net").stat().st_ino in inodes:  # still ours, checked after pinning
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+                killed.append(pid)
+        except (ProcessLookupError, FileNotFoundError):
+            pass
+        finally:
+            os.close(fd)
     deadline = time.monotonic() + wait_s
     while killed and time.monotonic() < deadline:
         killed = [p for p in killed if _running(p)]

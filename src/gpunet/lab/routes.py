@@ -12,7 +12,8 @@ from gpunet.model.plan import Plan
 Endpoint = tuple[str, str, str]  # (leaf, leaf port interface, address)
 
 
-def _port_if(port: str) -> str:
+def port_if(port: str) -> str:
+    """A switch port's interface name in the lab: port 33 is p33 (host ports keep their name)."""
     return port if not port.isdigit() else f"p{port}"
 
 
@@ -26,7 +27,7 @@ def switch_graph(plan: Plan, plane: str) -> nx.MultiGraph:
 
 
 def endpoints(plan: Plan, plane: str, lab_addr: dict[tuple[str, str], IPv4Interface]) -> list[Endpoint]:
-    return [(c.b.device, _port_if(c.b.port), str(lab_addr[c.a.device, c.a.port].ip))
+    return [(c.b.device, port_if(c.b.port), str(lab_addr[c.a.device, c.a.port].ip))
             for c in plan.links
             if c.plane == plane and c.tier == "node_leaf" and (c.a.device, c.a.port) in lab_addr]
 
@@ -57,7 +58,7 @@ def _next_hops(graph: nx.MultiGraph, leaf: str, p2p: dict[tuple[str, str], IPv4I
         if switch == leaf:
             continue
         hops = [
-            (str(p2p[neighbour, data["ports"][neighbour]].ip), _port_if(data["ports"][switch]))
+            (str(p2p[neighbour, data["ports"][neighbour]].ip), port_if(data["ports"][switch]))
             for _, neighbour, data in graph.edges(switch, data=True)
             if distance.get(neighbour) == dist - 1
         ]

@@ -10,13 +10,16 @@ from pathlib import Path
 
 from pydantic import Field
 
-from gpunet.lab.addressing import MAX_LABS, LabError
+from gpunet.errors import LabError, LabUsageError
+from gpunet.lab.addressing import MAX_LABS
 from gpunet.model.base import Frozen
 
 STATE_FILE = "state.json"
 
 
 class VethState(Frozen):
+    """One cable: a veth pair between two namespaces (a_ns "" is the host's own)."""
+
     a_ns: str
     a_if: str
     b_ns: str
@@ -24,11 +27,11 @@ class VethState(Frozen):
     mtu: int
     mbit: float
     plane: str
-    cable: str
+    cable: str  # "gpu001:ib0 comp-leaf001:1": how users name either end in `lab fault`
 
 
 class Fault(Frozen):
-    cable: str
+    cable: str  # "gpu001:ib0 comp-leaf001:1": how users name either end in `lab fault`
     kind: str  # loss | down | mtu | rate
     value: str = ""
 
@@ -60,7 +63,13 @@ def labs_root() -> Path:
     return Path(os.environ.get("GPUNET_LAB_ROOT", "/run/gpunet/labs"))
 
 
+def check_id(lab_id: str) -> None:
+    if not (lab_id.isascii() and lab_id.isalnum() and lab_id.islower() and 1 <= len(lab_id) <= 4):
+        raise LabUsageError(f"lab id {lab_id!r}: use 1-4 lowercase letters or digits (it goes in every name)")
+
+
 def lab_dir(lab_id: str) -> Path:
+    check_id(lab_id)  # the id becomes a path, namespace names and an interface name
     return labs_root() / lab_id
 
 
@@ -68,7 +77,11 @@ def read_state(lab_id: str) -> LabState | None:
     path = lab_dir(lab_id) / STATE_FILE
     if not path.exists():
         return None
-    return LabState.model_validate_json(path.read_text())
+    try:
+        return LabState.model_validate_json(path.read_text())
+    except ValueError as exc:
+        raise LabError(f"{path} is unreadable ({str(exc).splitlines()[0]}); remove the lab's objects by hand "
+                       f"(ip netns list | grep gn{lab_id}-) and then this directory") from None
 
 
 def write_state(state: LabState) -> None:
@@ -81,8 +94,17 @@ def write_state(state: LabState) -> None:
 
 def all_states() -> list[LabState]:
     root = labs_root()
-    states = [read_state(p.name) for p in sorted(root.iterdir()) if p.is_dir()] if root.exists() else []
+    dirs = [p.name for p in sorted(root.iterdir()) if p.is_dir()] if root.exists() else []
+    states = [read_state(name) for name in dirs if _valid_id(name)]
     return [s for s in states if s is not None]
+
+
+def _valid_id(name: str) -> bool:
+    try:
+        check_id(name)
+    except LabUsageError:
+        return False
+    return True
 
 
 def free_slot(lab_id: str) -> int:
