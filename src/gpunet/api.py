@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ClusterShell.NodeSet import NodeSet, NodeSetException
+
 from gpunet.design import design
-from gpunet.errors import DesignError, SpecError
+from gpunet.errors import DesignError, SpecError, UsageError
 from gpunet.model.io import read_plan
-from gpunet.model.plan import Plan
+from gpunet.model.plan import Node, Plan
 from gpunet.model.spec import Spec
+from gpunet.render import TARGETS, file_mode, render_all
 from gpunet.render.plan_files import PLAN_FILES
 from gpunet.render.write import write_files
 from gpunet.spec.examples import DEFAULT_EXAMPLE, example_text
@@ -35,6 +38,40 @@ def plan_spec(spec_path: Path | None, previous: Path | None = None) -> Plan:
         return design(spec, baseline)
     except DesignError as exc:
         raise DesignError([source.locate(p) for p in exc.problems]) from None
+
+
+def load_plan(source: Path | None) -> Plan:
+    """A plan.json as it is, or the plan of a spec (the built-in example when None)."""
+    if source is not None and source.suffix == ".json":
+        return read_plan(source)
+    return plan_spec(source)
+
+
+def render_plan(
+    plan: Plan, out_dir: Path, nodes: str | None = None, targets: list[str] | None = None
+) -> tuple[dict[str, str], list[str]]:
+    """Render the chosen targets (all by default) for the chosen nodes (a NodeSet, all by
+    default) under out_dir; returns every file rendered and those that changed on disk."""
+    chosen = targets or list(TARGETS)
+    unknown = [t for t in chosen if t not in TARGETS]
+    if unknown:
+        raise UsageError(f"unknown target(s) {', '.join(unknown)}; known: {', '.join(TARGETS)}")
+    picked = _pick_nodes(plan, nodes)
+    files = render_all(plan, picked, chosen)
+    return files, write_files(out_dir, files, file_mode)
+
+
+def _pick_nodes(plan: Plan, nodes: str | None) -> list[Node]:
+    if nodes is None:
+        return list(plan.nodes)
+    try:
+        wanted = set(NodeSet(nodes))
+    except NodeSetException as exc:
+        raise UsageError(f"--node {nodes!r}: {exc}") from None
+    missing = wanted - {n.name for n in plan.nodes}
+    if missing:
+        raise UsageError(f"not in the plan: {NodeSet.fromlist(sorted(missing))}")
+    return [n for n in plan.nodes if n.name in wanted]
 
 
 def write_plan(plan: Plan, out_dir: Path) -> list[str]:

@@ -5,6 +5,7 @@
     ├── DesignError              a valid spec that cannot be built (radix too small, subnet full ...)
     │                            also carries SpecProblem(s), located at the spec key at fault
     ├── PlanError                a plan.json that cannot be read or has the wrong schema version
+    ├── UsageError               a command was asked for something that does not exist (exit 2)
     ├── ProbeError               reading a node failed
     │   ├── CommandError         a command exited non-zero
     │   └── ParseError           a tool's output was not understood (tool, line)
@@ -57,6 +58,10 @@ class DesignError(SpecError):
 
 class PlanError(GpunetError):
     """A plan file is unreadable or of an unsupported schema version."""
+
+
+class UsageError(GpunetError):
+    """A command named a target, node or option value that does not exist."""
 
 
 class ProbeError(GpunetError):

@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 
 from gpunet.cli.console import stderr
-from gpunet.errors import GpunetError, LabUsageError, PlanError, SpecError
+from gpunet.errors import GpunetError, LabUsageError, PlanError, SpecError, UsageError
 
 EXIT_OK, EXIT_CHECKS_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -20,7 +20,8 @@ R = TypeVar("R")
 
 
 def exit_code(error: GpunetError) -> int:
-    return EXIT_BAD_INPUT if isinstance(error, SpecError | PlanError | LabUsageError) else EXIT_CHECKS_FAILED
+    bad_input = SpecError | PlanError | LabUsageError | UsageError
+    return EXIT_BAD_INPUT if isinstance(error, bad_input) else EXIT_CHECKS_FAILED
 
 
 def report(error: GpunetError, as_json: bool) -> None:

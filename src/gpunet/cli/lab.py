@@ -17,19 +17,11 @@ from gpunet.cli.console import stderr, stdout
 from gpunet.cli.errors import handles_errors
 from gpunet.lab import build, faults
 from gpunet.lab.state import LabState
-from gpunet.model.io import read_plan
-from gpunet.model.plan import Plan
 
 app = typer.Typer(help="Build the Plan in Linux network namespaces, break it on purpose, tear it down.",
                   no_args_is_help=True)
 IdOpt = Annotated[str, typer.Option("--id", help="Lab id (1-4 lowercase letters/digits), in every name.")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-
-
-def _plan(source: Path | None) -> Plan:
-    if source is not None and source.suffix == ".json":
-        return read_plan(source)
-    return api.plan_spec(source)
 
 
 @app.command()
@@ -42,7 +34,7 @@ def up(
     as_json: JsonFlag = False,
 ) -> None:
     """Build (or find, if already up) the lab; idempotent."""
-    plan = _plan(source)
+    plan = api.load_plan(source)
     with Progress(console=stderr, transient=True) as bar:
         task = bar.add_task("lab up", total=8)
         state = build.lab_up(plan, lab_id, max_nodes=max_nodes, scale=scale,

@@ -15,6 +15,7 @@ from gpunet.cli import lab
 from gpunet.cli.console import stderr, stdout
 from gpunet.cli.errors import EXIT_BAD_INPUT, handles_errors
 from gpunet.model.plan import Plan
+from gpunet.render import TARGETS
 from gpunet.render.plan_files import summary
 from gpunet.spec.examples import EXAMPLES, example_text
 
@@ -88,6 +89,33 @@ def _print_plan(result: Plan) -> None:
         table.add_row(c.plane, c.style, str(c.endpoints), f"{c.leaves}/{c.spines}/{c.cores}",
                       ratios, f"{c.bisection_gbps:,.0f}", str(c.max_hops))
     stdout.print(table)
+
+
+@app.command()
+@handles_errors
+def render(
+    source: Annotated[Path | None, typer.Argument(
+        help="plan.json or spec YAML; the built-in example when omitted.")] = None,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Output directory.")] = Path("gpunet-out/render"),
+    node: Annotated[str | None, typer.Option("--node", help="Only these nodes (NodeSet: gpu[001-004]).")] = None,
+    target: Annotated[str | None, typer.Option(
+        "--target", help=f"Comma-separated targets (default all): {', '.join(TARGETS)}.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Render every node's configuration: OUT/nodes/<node>/etc/..., OUT/admin/{ssh_config,ansible,slurm}."""
+    plan_ = api.load_plan(source)
+    targets = [t.strip() for t in target.split(",")] if target else None
+    with stderr.status("rendering…", spinner="dots"):
+        files, changed = api.render_plan(plan_, out, node, targets)
+    if as_json:
+        print(json.dumps({"out": str(out), "files": len(files), "changed": changed}, indent=1))
+        return
+    nodes = {p.split("/")[1] for p in files if p.startswith("nodes/")}
+    stdout.print(f"rendered {len(files)} file(s) for {len(nodes)} node(s) into {out}/; {len(changed)} changed")
+    for path in changed[:20]:
+        stdout.print(f"  {path}")
+    if len(changed) > 20:
+        stdout.print(f"  ... and {len(changed) - 20} more (--json lists them all)")
 
 
 @app.command()

@@ -1,0 +1,88 @@
+"""Views of the Plan as files: per-node configuration mirrored under nodes/<node>/, and admin
+files (ssh_config, Ansible, Slurm) under admin/. Every renderer is pure; the registries are
+plain dicts (DESIGN.md #6)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from gpunet.model.plan import Node, Plan
+from gpunet.render import ansible, firewall, hosts, nccl, netplan, networkmanager, slurm, ssh, sysctl
+
+NodeRenderer = Callable[[Plan, Node], dict[str, str]]
+AdminRenderer = Callable[[Plan], dict[str, str]]
+
+
+def _netplan(plan: Plan, node: Node) -> dict[str, str]:
+    return {netplan.PATH: netplan.render_netplan(plan, node)}
+
+
+def _sysctl(plan: Plan, node: Node) -> dict[str, str]:
+    return {sysctl.NET_PATH: sysctl.render_sysctl_net(plan, node),
+            sysctl.HOST_PATH: sysctl.render_sysctl_host(plan, node)}
+
+
+def _nftables(plan: Plan, node: Node) -> dict[str, str]:
+    return {firewall.NFT_PATH: firewall.render_nftables(plan, node)}
+
+
+def _sshd(plan: Plan, node: Node) -> dict[str, str]:
+    return {ssh.SSHD_PATH: ssh.render_sshd(plan, node)}
+
+
+def _hosts(plan: Plan, node: Node) -> dict[str, str]:
+    return {hosts.PATH: hosts.render_hosts(plan, node)}
+
+
+def _nccl(plan: Plan, node: Node) -> dict[str, str]:
+    return {nccl.PATH: nccl.render_nccl_env(plan, node)}
+
+
+def _ssh_config(plan: Plan) -> dict[str, str]:
+    return {ssh.SSH_CONFIG_PATH: ssh.render_ssh_config(plan)}
+
+
+def _slurm(plan: Plan) -> dict[str, str]:
+    return {slurm.TOPOLOGY_PATH: slurm.render_topology_conf(plan)}
+
+
+def _ansible(plan: Plan) -> dict[str, str]:
+    return {ansible.INVENTORY_PATH: ansible.render_inventory(plan),
+            ansible.PLAYBOOK_PATH: ansible.render_playbook(plan)}
+
+
+NODE_RENDERERS: dict[str, NodeRenderer] = {
+    "netplan": _netplan,
+    "networkmanager": networkmanager.render_nm_keyfiles,
+    "sysctl": _sysctl,
+    "nftables": _nftables,
+    "firewalld": firewall.render_firewalld_zones,
+    "sshd": _sshd,
+    "hosts": _hosts,
+    "nccl": _nccl,
+}
+ADMIN_RENDERERS: dict[str, AdminRenderer] = {
+    "ssh_config": _ssh_config,
+    "slurm": _slurm,
+    "ansible": _ansible,
+}
+TARGETS = (*NODE_RENDERERS, *ADMIN_RENDERERS)
+SECRET_MODES = {"etc/netplan/": 0o600, "etc/NetworkManager/": 0o600}  # both refuse world-readable files
+
+
+def render_all(plan: Plan, nodes: Iterable[Node], targets: Iterable[str]) -> dict[str, str]:
+    """Every file of the chosen targets: nodes/<node>/<path on the node>, admin/<path>."""
+    chosen = list(targets)
+    files: dict[str, str] = {}
+    for node in nodes:
+        for target in (t for t in chosen if t in NODE_RENDERERS):
+            rendered = NODE_RENDERERS[target](plan, node)
+            files |= {f"nodes/{node.name}/{path}": text for path, text in rendered.items()}
+    for target in chosen:
+        if target in ADMIN_RENDERERS:
+            files |= {f"admin/{path}": text for path, text in ADMIN_RENDERERS[target](plan).items()}
+    return files
+
+
+def file_mode(path: str) -> int:
+    return next((mode for prefix, mode in SECRET_MODES.items() if prefix in path), 0o644)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 
-def write_if_changed(path: Path, text: str) -> bool:
+def write_if_changed(path: Path, text: str, mode: int = 0o644) -> bool:
     """Atomically replace `path` with `text`; False (and no write) when it already holds it."""
     data = text.encode()
     try:
-        if path.read_bytes() == data:
+        if path.read_bytes() == data and path.stat().st_mode & 0o777 == mode:
             return False
     except FileNotFoundError:
         pass
@@ -20,7 +21,7 @@ def write_if_changed(path: Path, text: str) -> bool:
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -28,6 +29,6 @@ def write_if_changed(path: Path, text: str) -> bool:
     return True
 
 
-def write_files(directory: Path, files: dict[str, str]) -> list[str]:
+def write_files(directory: Path, files: dict[str, str], mode: Callable[[str], int] = lambda _: 0o644) -> list[str]:
     """Write every file under `directory`; returns the names that changed."""
-    return [name for name, text in files.items() if write_if_changed(directory / name, text)]
+    return [name for name, text in files.items() if write_if_changed(directory / name, text, mode(name))]

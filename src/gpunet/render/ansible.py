@@ -1,0 +1,104 @@
+"""Ansible: an inventory grouped by role, leaf, rail and plane, and a playbook that installs
+each node's rendered files in batches (one canary, then growing percentages)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import yaml
+
+from gpunet.model.plan import Plan
+from gpunet.render.common import header
+
+INVENTORY_PATH = "ansible/inventory.yml"
+PLAYBOOK_PATH = "ansible/site.yml"
+# (rendered file, destination, mode, handler, OS family or "" for all)
+FILES = (
+    ("etc/netplan/60-gpunet.yaml", "/etc/netplan/60-gpunet.yaml", "0600", "netplan apply", "Debian"),
+    ("etc/sysctl.d/90-gpunet-net.conf", "/etc/sysctl.d/90-gpunet-net.conf", "0644", "sysctl reload", ""),
+    ("etc/sysctl.d/91-gpunet-host.conf", "/etc/sysctl.d/91-gpunet-host.conf", "0644", "sysctl reload", ""),
+    ("etc/nftables.d/gpunet.nft", "/etc/nftables.d/gpunet.nft", "0644", "nftables reload", ""),
+    ("etc/ssh/sshd_config.d/50-gpunet.conf", "/etc/ssh/sshd_config.d/50-gpunet.conf", "0644", "sshd reload", ""),
+    ("etc/hosts", "/etc/hosts", "0644", "", ""),
+    ("etc/gpunet/nccl.env", "/etc/gpunet/nccl.env", "0644", "", ""),
+)
+# Whole directories for RHEL-family hosts: NetworkManager keyfiles and firewalld zones.
+DIRECTORIES = (
+    ("etc/NetworkManager/system-connections/", "/etc/NetworkManager/system-connections/", "0600",
+     "NetworkManager reload", "RedHat"),
+    ("etc/firewalld/zones/", "/etc/firewalld/zones/", "0644", "firewalld reload", "RedHat"),
+)
+HANDLERS = (
+    ("netplan apply", "netplan apply"),
+    ("sysctl reload", "sysctl --system"),
+    ("nftables reload", "nft -f /etc/nftables.d/gpunet.nft"),
+    ("sshd reload", "sshd -t && (systemctl reload ssh || systemctl reload sshd)"),
+    ("NetworkManager reload", "nmcli connection reload && nmcli networking on"),
+    ("firewalld reload", "firewall-cmd --reload"),
+)
+
+
+def render_inventory(plan: Plan) -> str:
+    groups: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    hosts: dict[str, dict[str, Any]] = {}
+    leaf_of = {(c.a.device, c.plane): c.b.device for c in plan.links if c.tier == "node_leaf"}
+    for node in plan.nodes:
+        mgmt = next((i.address for i in node.interfaces if i.plane == "management" and i.address), None)
+        hosts[node.name] = {"ansible_host": mgmt.split("/")[0]} if mgmt else {}
+        groups[f"role_{node.role}"][node.name] = {}
+        for iface in node.interfaces:
+            groups[f"plane_{iface.plane}"][node.name] = {}
+            if iface.rail is not None:
+                groups[f"rail_{iface.rail}"][node.name] = {}
+            leaf = leaf_of.get((node.name, iface.plane))
+            if leaf is not None and iface.cabled:
+                groups[f"leaf_{leaf.replace('-', '_')}"][node.name] = {}
+    canary = next((n.name for n in plan.nodes if n.role == "gpu"), plan.nodes[0].name)
+    groups["canary"] = {canary: {}}
+    hosts = {canary: hosts[canary]} | hosts  # first in the inventory: the playbook's first batch
+    children = {name: {"hosts": members} for name, members in sorted(groups.items())}
+    inventory = {"all": {"hosts": hosts, "children": children}}
+    return header("Ansible inventory") + yaml.safe_dump(inventory, sort_keys=False)
+
+
+def render_playbook(plan: Plan) -> str:
+    del plan
+    tasks = [_copy_task(*entry) for entry in FILES] + [_copy_dir_task(*entry) for entry in DIRECTORIES]
+    play = {
+        "name": "Apply gpunet network configuration",
+        "hosts": "all",
+        "become": True,
+        "order": "inventory",  # the inventory lists the canary first
+        # The canary first (a batch of one), then growing batches; a failed batch stops the rest.
+        "serial": [1, "10%", "30%", "100%"],
+        "max_fail_percentage": 0,
+        "tasks": [{"name": "Directories", "ansible.builtin.file": {"path": "{{ item }}", "state": "directory",
+                                                                      "mode": "0755"},
+                   "loop": ["/etc/nftables.d", "/etc/gpunet", "/etc/ssh/sshd_config.d"]}, *tasks],
+        "handlers": [{"name": name, "ansible.builtin.shell": command} for name, command in HANDLERS],
+    }
+    return header("Ansible playbook; run: ansible-playbook -i inventory.yml site.yml") + \
+        yaml.safe_dump([play], sort_keys=False)
+
+
+def _copy_dir_task(source: str, dest: str, mode: str, handler: str, family: str) -> dict[str, Any]:
+    task = _copy_task(source, dest, mode, handler, family)
+    task["name"] = f"Install the files of {dest}"
+    task["ansible.builtin.copy"]["directory_mode"] = "0755"
+    return task
+
+
+def _copy_task(source: str, dest: str, mode: str, handler: str, family: str) -> dict[str, Any]:
+    task: dict[str, Any] = {
+        "name": f"Install {dest}",
+        "ansible.builtin.copy": {"src": f"{{{{ playbook_dir }}}}/../../nodes/{{{{ inventory_hostname }}}}/{source}",
+                                 "dest": dest, "mode": mode, "owner": "root", "group": "root"},
+    }
+    if dest.endswith(".nft"):
+        task["ansible.builtin.copy"]["validate"] = "nft -c -f %s"
+    if handler:
+        task["notify"] = handler
+    if family:
+        task["when"] = f"ansible_facts['os_family'] == '{family}'"
+    return task

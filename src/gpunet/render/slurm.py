@@ -1,0 +1,68 @@
+"""Slurm topology.conf (topology/tree) from the compute fabric, so the scheduler packs a job's
+nodes under as few switches as possible."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from ClusterShell.NodeSet import NodeSet
+
+from gpunet.model.plan import Plan, Switch
+from gpunet.render.common import header
+
+TOPOLOGY_PATH = "slurm/topology.conf"
+
+
+def _fabric_plane(plan: Plan) -> str:
+    """The plane jobs communicate over: compute if present, else the deepest one."""
+    names = [c.plane for c in plan.capacity]
+    return "compute" if "compute" in names else max(plan.capacity, key=lambda c: c.tiers).plane
+
+
+def render_topology_conf(plan: Plan) -> str:
+    """Leaf-level switches list their nodes; each tier above lists the switches below it.
+    A rail-optimized unit's rail leaves are one Slurm switch (its nodes are under all of them),
+    and each pod of a three-tier fabric is one switch above its units."""
+    plane = _fabric_plane(plan)
+    switches = [s for s in plan.switches if s.plane == plane]
+    lines = [header("Slurm topology.conf").rstrip(),
+             f"# From the {plane} plane. Rail-optimized units appear as one switch per unit."]
+    if not switches:
+        return "\n".join([*lines, "# No switches on this plane (direct cables): nothing to describe."]) + "\n"
+    leaf_nodes = _leaf_groups(plan, plane, switches)
+    lines += [f"SwitchName={name} Nodes={NodeSet.fromlist(nodes)}" for name, nodes in leaf_nodes.items()]
+    pods = _pods(switches, leaf_nodes)
+    if len(pods) > 1:
+        lines += [f"SwitchName={name} Switches={NodeSet.fromlist(children)}" for name, children in pods.items()]
+        top_children = list(pods)
+    else:
+        top_children = list(leaf_nodes)
+    if len(top_children) > 1:
+        lines.append(f"SwitchName={plane[:4]}-top Switches={NodeSet.fromlist(top_children)}")
+    return "\n".join(lines) + "\n"
+
+
+def _leaf_key(switch: Switch, plane: str) -> str:
+    return f"{plane[:4]}-su{switch.su + 1:03d}" if switch.su is not None else switch.name
+
+
+def _leaf_groups(plan: Plan, plane: str, switches: list[Switch]) -> dict[str, list[str]]:
+    by_name = {s.name: s for s in switches}
+    groups: dict[str, list[str]] = defaultdict(list)
+    for c in plan.links:
+        if c.plane == plane and c.tier == "node_leaf":
+            key = _leaf_key(by_name[c.b.device], plane)
+            if c.a.device not in groups[key]:
+                groups[key].append(c.a.device)
+    return dict(groups)
+
+
+def _pods(switches: list[Switch], leaf_groups: dict[str, list[str]]) -> dict[str, list[str]]:
+    pods: dict[str, list[str]] = defaultdict(list)
+    for s in switches:
+        if s.tier == "leaf" and s.pod is not None:
+            key = _leaf_key(s, s.plane)
+            name = f"{s.plane[:4]}-pod{s.pod + 1:03d}"
+            if key in leaf_groups and key not in pods[name]:
+                pods[name].append(key)
+    return dict(pods)

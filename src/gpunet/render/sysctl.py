@@ -1,0 +1,67 @@
+"""sysctl.d: TCP buffers from bandwidth x delay, MTU probing, congestion control, backlogs, and
+the ARP / reverse-path settings hosts with several NICs on one subnet need."""
+
+from __future__ import annotations
+
+from gpunet.model.plan import Node, Plan
+from gpunet.render.common import fastest_tcp_gbps, header
+
+NET_PATH = "etc/sysctl.d/90-gpunet-net.conf"  # per network namespace keys
+HOST_PATH = "etc/sysctl.d/91-gpunet-host.conf"  # keys that exist only in the host's namespace
+# Round-trip time the buffers are sized for: a 5-hop fat tree under load plus host stack jitter.
+# In-cluster RTTs are 10-100 us idle; queues at line rate push them towards a millisecond.
+PLANNING_RTT_S = 0.001
+LINUX_DEFAULT_MAX = 6 * 1024 * 1024  # tcp_rmem max since 4.x: never go below it
+
+
+def tcp_buffer_max(gbps: int, rtt_s: float = PLANNING_RTT_S) -> int:
+    """2 x BDP (the kernel gives up to half a buffer to overhead), as a power of two."""
+    bdp = gbps * 1e9 / 8 * rtt_s
+    wanted = max(int(2 * bdp), LINUX_DEFAULT_MAX)
+    return 1 << (wanted - 1).bit_length()
+
+
+def render_sysctl_net(plan: Plan, node: Node) -> str:
+    gbps = fastest_tcp_gbps(plan, node)
+    top = tcp_buffer_max(gbps)
+    bdp_mb = gbps * 1e9 / 8 * PLANNING_RTT_S / 2**20
+    return header("sysctl, network namespace keys") + f"""\
+# TCP buffers: bandwidth x delay of the fastest TCP interface, {gbps} Gb/s x {PLANNING_RTT_S * 1e3:g} ms
+# = {bdp_mb:.1f} MiB; the maximum is 2 x BDP rounded up to a power of two, since the kernel counts
+# up to half of a buffer as overhead (tcp_adv_win_scale). Autotuning grows buffers up to these;
+# the same ceiling for SO_RCVBUF/SO_SNDBUF (net.core.*mem_max) is in 91-gpunet-host.conf.
+net.ipv4.tcp_rmem = 4096 131072 {top}
+net.ipv4.tcp_wmem = 4096 65536 {top}
+# Probe the path MTU when ICMP "fragmentation needed" is lost (an MTU mismatch otherwise hangs
+# large transfers while small ones work).
+net.ipv4.tcp_mtu_probing = 1
+# BBR keeps throughput under the shallow-buffer loss of datacentre switches (the module loads
+# on first use).
+net.ipv4.tcp_congestion_control = bbr
+# Do not reuse a previous connection's slow-start threshold for a new one.
+net.ipv4.tcp_no_metrics_save = 1
+# Accept backlog for many peers connecting at once (NCCL bootstrap, MPI wire-up).
+net.core.somaxconn = 8192
+net.ipv4.tcp_max_syn_backlog = 8192
+# Several NICs on one subnet: answer ARP only for addresses on the asking interface, announce
+# with the interface's own address, and use loose reverse-path filtering, so replies leave by
+# the NIC they arrived on (with the per-NIC routing tables of the network config).
+net.ipv4.conf.all.arp_ignore = 1
+net.ipv4.conf.all.arp_announce = 2
+net.ipv4.conf.all.rp_filter = 2
+net.ipv4.conf.default.rp_filter = 2
+"""
+
+
+def render_sysctl_host(plan: Plan, node: Node) -> str:
+    top = tcp_buffer_max(fastest_tcp_gbps(plan, node))
+    return header("sysctl, host-wide keys") + f"""\
+# Ceiling for buffers applications ask for (iperf3 -w, NCCL's socket transport): 2 x BDP as
+# in 90-gpunet-net.conf. Only the host's own network namespace may set these.
+net.core.rmem_max = {top}
+net.core.wmem_max = {top}
+# Packets queued per CPU between the NIC and the stack: 100G+ bursts overflow the 1000 default.
+net.core.netdev_max_backlog = 250000
+# Fair queueing paces each flow (BBR and TCP pacing rely on it for smooth sending).
+net.core.default_qdisc = fq
+"""

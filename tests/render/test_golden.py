@@ -1,0 +1,46 @@
+"""Golden files: every target for one node of each group of two examples, byte for byte.
+Regenerate after an intended change with GPUNET_UPDATE_GOLDEN=1 and review the diff."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from gpunet.render import TARGETS
+from tests.render.rendered import rendered
+
+GOLDEN = Path(__file__).parent.parent / "fixtures" / "render"
+EXAMPLES = ("scalable-unit", "small-ethernet")
+
+
+def cases() -> list[tuple[str, str]]:
+    return [(name, path) for name in EXAMPLES for path in sorted(rendered(name))]
+
+
+@pytest.mark.parametrize(("example", "path"), cases())
+def test_rendered_file_matches_golden(example: str, path: str) -> None:
+    golden = GOLDEN / example / path
+    text = rendered(example)[path]
+    if os.environ.get("GPUNET_UPDATE_GOLDEN"):
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(text)
+    assert golden.exists(), f"no golden file {golden}; run with GPUNET_UPDATE_GOLDEN=1"
+    assert text == golden.read_text()
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_no_golden_file_is_orphaned(example: str) -> None:
+    on_disk = {str(p.relative_to(GOLDEN / example)) for p in (GOLDEN / example).rglob("*") if p.is_file()}
+    assert on_disk == set(rendered(example))
+
+
+def test_every_target_has_golden_files() -> None:
+    markers = {"netplan": "netplan/", "networkmanager": "NetworkManager/", "sysctl": "sysctl.d/",
+               "nftables": "nftables.d/", "firewalld": "firewalld/", "sshd": "sshd_config.d/", "hosts": "etc/hosts",
+               "nccl": "nccl.env", "ssh_config": "admin/ssh_config", "slurm": "slurm/", "ansible": "ansible/"}
+    assert set(markers) == set(TARGETS)
+    for example in EXAMPLES:
+        for target, marker in markers.items():
+            assert any(marker in path for path in rendered(example)), (example, target)

@@ -1,0 +1,217 @@
+"""Every rendered file of every built-in example (one node per group) is accepted by the real
+tool that reads it, and each tool is shown rejecting a deliberately broken file."""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tests.render import validators as v
+from tests.render.rendered import all_rendered, files_matching
+
+root = pytest.mark.lab  # needs root: namespaces, mount namespaces, nft
+
+
+def by_node(suffix: str) -> dict[tuple[str, str], dict[str, str]]:
+    """Rendered files under `suffix`, grouped by (example, node)."""
+    grouped: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+    for example, path, text in files_matching(suffix):
+        grouped[example, path.split("/")[1]][path] = text
+    return dict(grouped)
+
+
+def ids(cases: list[tuple[str, str, str]]) -> list[str]:
+    return [f"{example}:{path}" for example, path, _ in cases]
+
+
+NETPLAN = files_matching("60-gpunet.yaml")
+
+
+@pytest.mark.skipif(bool(v.need("netplan")), reason=str(v.need("netplan")))
+@pytest.mark.parametrize(("example", "path", "text"), NETPLAN, ids=ids(NETPLAN))
+def test_netplan_generate_accepts(tmp_path: Path, example: str, path: str, text: str) -> None:
+    done = v.netplan_generate(tmp_path, text)
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    assert list((tmp_path / "run/systemd/network").glob("*.network"))
+
+
+@pytest.mark.skipif(bool(v.need("netplan")), reason=str(v.need("netplan")))
+def test_netplan_rejects_a_broken_file(tmp_path: Path) -> None:
+    broken = NETPLAN[0][2].replace("mtu:", "mtuu:", 1)
+    done = v.netplan_generate(tmp_path, broken)
+    assert done.returncode != 0 and "mtuu" in done.stderr
+
+
+NFT = files_matching("gpunet.nft")
+
+
+@root
+@pytest.mark.parametrize(("example", "path", "text"), NFT, ids=ids(NFT))
+def test_nft_check_accepts(example: str, path: str, text: str) -> None:
+    with v.netns(f"gnnft{os.getpid()}") as ns:
+        done = v.run("ip", "netns", "exec", ns, "nft", "-c", "-f", "-", stdin=text)
+    assert done.returncode == 0, done.stderr
+
+
+@root
+def test_nft_rejects_a_broken_ruleset() -> None:
+    broken = NFT[0][2].replace("tcp dport 22", "tcp dport ssh-ish")
+    with v.netns(f"gnnft{os.getpid()}") as ns:
+        done = v.run("ip", "netns", "exec", ns, "nft", "-c", "-f", "-", stdin=broken)
+    assert done.returncode != 0
+
+
+SSHD = files_matching("50-gpunet.conf")
+
+
+@pytest.mark.skipif(bool(v.need("/usr/sbin/sshd")), reason=str(v.need("/usr/sbin/sshd")))
+@pytest.mark.parametrize(("example", "path", "text"), SSHD, ids=ids(SSHD))
+def test_sshd_t_accepts(tmp_path: Path, example: str, path: str, text: str) -> None:
+    done = v.sshd_check(tmp_path, text)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.skipif(bool(v.need("/usr/sbin/sshd")), reason=str(v.need("/usr/sbin/sshd")))
+def test_sshd_t_rejects_a_broken_dropin(tmp_path: Path) -> None:
+    done = v.sshd_check(tmp_path, SSHD[0][2].replace("PermitRootLogin prohibit-password", "PermitRootLogin maybe"))
+    assert done.returncode != 0 and 'unsupported option "maybe"' in done.stderr
+
+
+SSH_CONFIG = files_matching("admin/ssh_config")
+
+
+@pytest.mark.parametrize(("example", "path", "text"), SSH_CONFIG, ids=ids(SSH_CONFIG))
+def test_ssh_g_reads_the_admin_config(tmp_path: Path, example: str, path: str, text: str) -> None:
+    config = tmp_path / "ssh_config"
+    config.write_text(text)
+    first = next(line.split()[1] for line in text.splitlines() if line.startswith("Host ") and "*" not in line)
+    done = v.run("ssh", "-G", "-F", str(config), first.replace("?", "0"))
+    assert done.returncode == 0, done.stderr
+    assert "serveraliveinterval 30" in done.stdout and "controlmaster auto" in done.stdout
+
+
+def test_ssh_g_rejects_a_broken_config(tmp_path: Path) -> None:
+    config = tmp_path / "ssh_config"
+    config.write_text(SSH_CONFIG[0][2] + "    ServerAliveIntervall 30\n")
+    assert v.run("ssh", "-G", "-F", str(config), "x").returncode != 0
+
+
+FIREWALLD = sorted(by_node("firewalld/zones/").items())
+
+
+@root
+@pytest.mark.skipif(bool(v.need("firewall-offline-cmd")), reason=str(v.need("firewall-offline-cmd")))
+@pytest.mark.parametrize(("where", "zones"), FIREWALLD, ids=[f"{e}:{n}" for (e, n), _ in FIREWALLD])
+def test_firewalld_offline_check_accepts(tmp_path: Path, where: tuple[str, str], zones: dict[str, str]) -> None:
+    done = v.firewalld_check(tmp_path, zones)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@root
+@pytest.mark.skipif(bool(v.need("firewall-offline-cmd")), reason=str(v.need("firewall-offline-cmd")))
+def test_firewalld_rejects_a_broken_zone(tmp_path: Path) -> None:
+    zones = {name: text.replace("<accept/>", "<accept/><bogus/>") for name, text in FIREWALLD[0][1].items()}
+    done = v.firewalld_check(tmp_path, zones)
+    assert done.returncode != 0 and "bogus" in done.stdout + done.stderr
+
+
+SYSCTL_NET = files_matching("90-gpunet-net.conf")
+
+
+@root
+@pytest.mark.parametrize(("example", "path", "text"), SYSCTL_NET, ids=ids(SYSCTL_NET))
+def test_sysctl_p_applies_in_a_fresh_namespace(tmp_path: Path, example: str, path: str, text: str) -> None:
+    conf = tmp_path / "90-gpunet-net.conf"
+    conf.write_text(text)
+    with v.netns(f"gnsys{os.getpid()}") as ns:
+        done = v.run("ip", "netns", "exec", ns, "sysctl", "-p", str(conf))
+        rmem = v.run("ip", "netns", "exec", ns, "sysctl", "-n", "net.ipv4.tcp_rmem").stdout.split()
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    assert rmem[-1] in text  # the value really landed
+
+
+@root
+def test_sysctl_p_rejects_a_broken_file(tmp_path: Path) -> None:
+    conf = tmp_path / "bad.conf"
+    conf.write_text(SYSCTL_NET[0][2] + "net.ipv4.tcp_rmemm = 1\n")
+    with v.netns(f"gnsys{os.getpid()}") as ns:
+        assert v.run("ip", "netns", "exec", ns, "sysctl", "-p", str(conf)).returncode != 0
+
+
+@pytest.mark.parametrize(("example", "path", "text"), files_matching("91-gpunet-host.conf")[:1])
+def test_host_wide_sysctl_keys_exist(example: str, path: str, text: str) -> None:
+    """Keys outside network namespaces are checked against this kernel, read-only (never set)."""
+    keys = [line.split("=")[0].strip() for line in text.splitlines() if "=" in line and not line.startswith("#")]
+    assert keys
+    for key in keys:
+        assert Path("/proc/sys", *key.split(".")).exists(), key
+
+
+NCCL = files_matching("nccl.env")
+
+
+@pytest.mark.parametrize(("example", "path", "text"), NCCL, ids=ids(NCCL))
+def test_nccl_env_is_valid_bash_and_sets_what_it_says(tmp_path: Path, example: str, path: str, text: str) -> None:
+    env_file = tmp_path / "nccl.env"
+    env_file.write_text(text)
+    assert v.run("bash", "-n", str(env_file)).returncode == 0
+    shown = v.run("env", "-i", "bash", "-c", f"set -eu; . {env_file}; env")
+    assert shown.returncode == 0, shown.stderr
+    exported = {line.split("=", 1)[0] for line in shown.stdout.splitlines() if line.startswith("NCCL_")}
+    assert exported == {line.split()[1].split("=")[0] for line in text.splitlines() if line.startswith("export ")}
+
+
+def test_bash_n_rejects_a_broken_env_file(tmp_path: Path) -> None:
+    env_file = tmp_path / "nccl.env"
+    env_file.write_text('export NCCL_IB_HCA="=mlx5_0:1\n')
+    assert v.run("bash", "-n", str(env_file)).returncode != 0
+
+
+NM = sorted(by_node("NetworkManager/system-connections/").items())
+
+
+@pytest.mark.skipif(bool(v.nm_available()), reason=str(v.nm_available()))
+@pytest.mark.parametrize(("where", "keyfiles"), NM, ids=[f"{e}:{n}" for (e, n), _ in NM])
+def test_libnm_reads_and_verifies_keyfiles(tmp_path: Path, where: tuple[str, str], keyfiles: dict[str, str]) -> None:
+    done = v.nm_check(tmp_path, keyfiles)
+    assert done.returncode == 0, done.stdout
+
+
+@pytest.mark.skipif(bool(v.nm_available()), reason=str(v.nm_available()))
+def test_libnm_rejects_a_broken_keyfile(tmp_path: Path) -> None:
+    name, text = next((k, t) for k, t in NM[0][1].items() if "type=ethernet" in t)
+    done = v.nm_check(tmp_path, {name: text.replace("type=ethernet", "type=vlan")})
+    assert done.returncode != 0
+
+
+ANSIBLE = sorted({example for example, _, _ in files_matching("ansible/site.yml")})
+
+
+def ansible_dir(tmp_path: Path, example: str) -> Path:
+    target = tmp_path / "ansible"
+    target.mkdir()
+    for _, path, text in [f for f in all_rendered() if f[0] == example and "/ansible/" in f[1]]:
+        (target / Path(path).name).write_text(text)
+    return target
+
+
+@pytest.mark.skipif(bool(v.need("ansible-playbook")), reason=str(v.need("ansible-playbook")))
+@pytest.mark.parametrize("example", ANSIBLE)
+def test_ansible_syntax_check_and_inventory(tmp_path: Path, example: str) -> None:
+    where = ansible_dir(tmp_path, example)
+    check = v.run("ansible-playbook", "--syntax-check", "-i", "inventory.yml", "site.yml", cwd=where)
+    assert check.returncode == 0, check.stdout + check.stderr
+    listed = v.run("ansible-inventory", "-i", "inventory.yml", "--list", cwd=where)
+    assert listed.returncode == 0 and '"canary"' in listed.stdout, listed.stderr
+
+
+@pytest.mark.skipif(bool(v.need("ansible-playbook")), reason=str(v.need("ansible-playbook")))
+def test_ansible_rejects_a_broken_playbook(tmp_path: Path) -> None:
+    where = ansible_dir(tmp_path, ANSIBLE[0])
+    site = where / "site.yml"
+    site.write_text(site.read_text().replace("max_fail_percentage", "max_fail_percent"))
+    check = v.run("ansible-playbook", "--syntax-check", "-i", "inventory.yml", "site.yml", cwd=where)
+    assert check.returncode != 0
