@@ -67,6 +67,7 @@ ADMIN_RENDERERS: dict[str, AdminRenderer] = {
     "ansible": _ansible,
 }
 TARGETS = (*NODE_RENDERERS, *ADMIN_RENDERERS)
+SAME_ON_EVERY_NODE = {"hosts"}
 SECRET_MODES = {"etc/netplan/": 0o600, "etc/NetworkManager/": 0o600}  # both refuse world-readable files
 
 
@@ -74,9 +75,15 @@ def render_all(plan: Plan, nodes: Iterable[Node], targets: Iterable[str]) -> dic
     """Every file of the chosen targets: nodes/<node>/<path on the node>, admin/<path>."""
     chosen = list(targets)
     files: dict[str, str] = {}
+    same_everywhere: dict[str, dict[str, str]] = {}  # /etc/hosts is one file for all nodes
     for node in nodes:
         for target in (t for t in chosen if t in NODE_RENDERERS):
-            rendered = NODE_RENDERERS[target](plan, node)
+            if target not in SAME_ON_EVERY_NODE:
+                rendered = NODE_RENDERERS[target](plan, node)
+            elif target in same_everywhere:
+                rendered = same_everywhere[target]
+            else:
+                rendered = same_everywhere[target] = NODE_RENDERERS[target](plan, node)
             files |= {f"nodes/{node.name}/{path}": text for path, text in rendered.items()}
     for target in chosen:
         if target in ADMIN_RENDERERS:

@@ -6,10 +6,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-import yaml
-
 from gpunet.model.plan import Plan
-from gpunet.render.common import header
+from gpunet.render.common import header, to_yaml
 
 INVENTORY_PATH = "ansible/inventory.yml"
 PLAYBOOK_PATH = "ansible/site.yml"
@@ -59,7 +57,7 @@ def render_inventory(plan: Plan) -> str:
     hosts = {canary: hosts[canary]} | hosts  # first in the inventory: the playbook's first batch
     children = {name: {"hosts": members} for name, members in sorted(groups.items())}
     inventory = {"all": {"hosts": hosts, "children": children}}
-    return header("Ansible inventory") + yaml.safe_dump(inventory, sort_keys=False)
+    return header("Ansible inventory") + to_yaml(inventory)
 
 
 def render_playbook(plan: Plan) -> str:
@@ -79,7 +77,7 @@ def render_playbook(plan: Plan) -> str:
         "handlers": [{"name": name, "ansible.builtin.shell": command} for name, command in HANDLERS],
     }
     return header("Ansible playbook; run: ansible-playbook -i inventory.yml site.yml") + \
-        yaml.safe_dump([play], sort_keys=False)
+        to_yaml([play])
 
 
 def _copy_dir_task(source: str, dest: str, mode: str, handler: str, family: str) -> dict[str, Any]:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from gpunet.model.plan import Interface, Node, Plan
 from gpunet.render.common import (
     addressed,
@@ -17,6 +15,7 @@ from gpunet.render.common import (
     plane_of,
     route_table,
     shared_subnet_groups,
+    to_yaml,
 )
 
 PATH = "etc/netplan/60-gpunet.yaml"
@@ -40,7 +39,7 @@ def render_netplan(plan: Plan, node: Node) -> str:
     _source_routing(node, layer3)
     body: dict[str, Any] = {"version": 2, "renderer": "networkd"}
     body |= {key: section for key, section in sections.items() if section}
-    return header("netplan") + yaml.safe_dump({"network": body}, sort_keys=False)
+    return header("netplan") + to_yaml({"network": body})
 
 
 def _link(plan: Plan, iface: Interface) -> dict[str, Any]:

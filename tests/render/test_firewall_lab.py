@@ -1,0 +1,56 @@
+"""The rendered nftables rules, loaded into a lab server, let SSH in from the admin range and
+refuse it from elsewhere: real connections inside the lab."""
+
+from __future__ import annotations
+
+import subprocess
+from ipaddress import IPv4Interface, IPv4Network
+
+import pytest
+
+from gpunet.lab.sshd import ssh_argv
+from gpunet.lab.state import LabState, lab_dir
+from gpunet.render.firewall import render_nftables
+from tests.lab.helpers import built_lab, run_in, small_plan
+
+pytestmark = pytest.mark.lab
+LAB = "zw"
+
+
+def ruleset_for_lab(state: LabState, node: str) -> str:
+    """The node's rendered ruleset with plan subnets written as the lab re-homed them."""
+    plan = small_plan()
+    text = render_nftables(plan, next(n for n in plan.nodes if n.name == node))
+    for plane in plan.planes:
+        planned = IPv4Network(plane.subnet)
+        lab_if = next(a for k, a in state.address_map.items() if k.startswith(f"{node}/")
+                      and IPv4Interface(a.split(" -> ")[0]).network == planned)
+        lab_net = IPv4Interface(lab_if.split(" -> ")[1]).network
+        admin = plan.site.admin_subnet
+        if admin is not None and admin.subnet_of(planned):  # type: ignore[arg-type]
+            offset = int(admin.network_address) - int(planned.network_address)
+            text = text.replace(str(admin), f"{lab_net.network_address + offset}/{admin.prefixlen}")
+        text = text.replace(str(planned), str(lab_net))
+    return text
+
+
+def ssh_from(state: LabState, client: str | None, target: str) -> subprocess.CompletedProcess[str]:
+    argv = ssh_argv(lab_dir(LAB), state.mgmt_addresses[target], ["hostname"])
+    if client is None:  # the host: it sits at the plan's gateway address, inside the admin range
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+    return run_in(LAB, client, *argv, timeout=30)
+
+
+def test_rendered_firewall_admits_ssh_only_from_the_admin_range() -> None:
+    with built_lab(LAB) as state:
+        rules = ruleset_for_lab(state, "gpu4")
+        loaded = subprocess.run(["ip", "netns", "exec", state.servers["gpu4"], "nft", "-f", "-"], input=rules,
+                                capture_output=True, text=True, check=False)
+        assert loaded.returncode == 0, loaded.stderr
+        allowed = [ssh_from(state, client, "gpu4") for client in (None, "gpu1", "gpu2")]
+        assert [r.stdout.strip() for r in allowed] == ["gpu4"] * 3, [r.stderr for r in allowed]
+        for client in ("gpu3", "gpu5", "gpu8"):  # outside 198.18.0.0/30
+            refused = ssh_from(state, client, "gpu4")
+            assert refused.returncode == 255 and "timed out" in refused.stderr, refused.stderr
+        # ICMP stays open (PMTU discovery), and compute-plane peers still reach each other.
+        assert run_in(LAB, "gpu5", "ping", "-c", "1", "-W", "2", state.mgmt_addresses["gpu4"]).returncode == 0

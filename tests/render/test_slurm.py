@@ -1,0 +1,104 @@
+"""Slurm reads the rendered topology.conf: slurmctld runs in a namespace of its own (with munge,
+SLURM_CONF pointing at a throwaway config) and `scontrol show topology` reports the switches."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from ClusterShell.NodeSet import NodeSet
+
+from tests.render import validators as v
+from tests.render.rendered import files_matching
+
+pytestmark = [pytest.mark.lab, pytest.mark.skipif(bool(v.need("slurmctld") or v.need("munged")),
+                                                  reason=str(v.need("slurmctld") or v.need("munged")))]
+TOPOLOGIES = [f for f in files_matching("slurm/topology.conf") if "SwitchName=" in f[2]]
+SLURM_CONF = """\
+ClusterName=gpunettest
+SlurmctldHost=gnctl({address})
+SlurmUser=root
+MailProg=/bin/true
+AuthType=auth/munge
+AuthInfo=socket={dir}/munge.sock
+CredType=cred/munge
+StateSaveLocation={dir}/state
+SlurmdSpoolDir={dir}/spool
+SlurmctldPidFile={dir}/slurmctld.pid
+SlurmctldLogFile={dir}/slurmctld.log
+SlurmctldPort=16817
+SlurmdPort=16818
+TopologyPlugin=topology/tree
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+ProctrackType=proctrack/linuxproc
+NodeName={nodes} CPUs=1 State=FUTURE
+PartitionName=all Nodes=ALL Default=YES
+"""
+ADDRESS = "198.18.254.1"  # inside the namespace only
+
+
+def scontrol_topology(tmp: Path, topology: str) -> tuple[int, str]:
+    """Start munged and slurmctld in a fresh namespace, ask scontrol, stop both (by PID)."""
+    (tmp / "state").mkdir()
+    (tmp / "spool").mkdir()
+    tmp.chmod(0o700)
+    (tmp / "munge.key").write_bytes(os.urandom(1024))
+    (tmp / "munge.key").chmod(0o400)
+    nodes = NodeSet.fromlist([part.split("=")[1] for line in topology.splitlines() for part in line.split()
+                              if part.startswith("Nodes=")])
+    (tmp / "slurm.conf").write_text(SLURM_CONF.format(address=ADDRESS, dir=tmp, nodes=nodes))
+    (tmp / "topology.conf").write_text(topology)
+    env = {"SLURM_CONF": str(tmp / "slurm.conf"), "PATH": os.environ["PATH"]}
+    with v.netns(f"gnslurm{os.getpid()}") as ns:
+        # getaddrinfo(AI_ADDRCONFIG) wants a non-loopback address: a veth pair inside the namespace
+        for command in (["link", "add", "gnsa", "type", "veth", "peer", "name", "gnsb"],
+                        ["addr", "add", f"{ADDRESS}/30", "dev", "gnsa"], ["link", "set", "gnsa", "up"]):
+            subprocess.run(["ip", "-n", ns, *command], check=True)
+        v.run("ip", "netns", "exec", ns, "munged", "--force", f"--key-file={tmp}/munge.key",
+              f"--socket={tmp}/munge.sock", f"--pid-file={tmp}/munged.pid", f"--log-file={tmp}/munged.log",
+              f"--seed-file={tmp}/munge.seed")
+        ctl = subprocess.Popen(["ip", "netns", "exec", ns, "unshare", "--uts", "sh", "-c",
+                                "hostname gnctl && exec slurmctld -D -i"],
+                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            return _ask(ns, env, ctl)
+        finally:
+            _stop(ctl, tmp / "munged.pid")
+
+
+def _ask(ns: str, env: dict[str, str], ctl: subprocess.Popen[str]) -> tuple[int, str]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and ctl.poll() is None:
+        done = v.run("ip", "netns", "exec", ns, "scontrol", "show", "topology", env=env)
+        if done.returncode == 0 and "SwitchName" in done.stdout:
+            return 0, done.stdout
+        time.sleep(0.3)
+    return ctl.poll() or 1, ""
+
+
+def _stop(ctl: subprocess.Popen[str], munged_pid: Path) -> None:
+    if ctl.poll() is None:
+        ctl.send_signal(signal.SIGTERM)
+    ctl.wait(timeout=30)
+    if munged_pid.exists():
+        os.kill(int(munged_pid.read_text()), signal.SIGTERM)
+
+
+@pytest.mark.parametrize(("example", "path", "text"), TOPOLOGIES, ids=[f[0] for f in TOPOLOGIES])
+def test_slurmctld_loads_the_topology(tmp_path: Path, example: str, path: str, text: str) -> None:
+    code, shown = scontrol_topology(tmp_path, text)
+    assert code == 0, (tmp_path / "slurmctld.log").read_text()[-2000:]
+    rendered = {line.split()[0].split("=")[1] for line in text.splitlines() if line.startswith("SwitchName=")}
+    reported = {line.split()[0].split("=")[1] for line in shown.splitlines() if line.startswith("SwitchName=")}
+    assert reported == rendered
+
+
+def test_slurmctld_refuses_a_broken_topology(tmp_path: Path) -> None:
+    broken = TOPOLOGIES[0][2].replace("Nodes=", "Nodez=", 1)
+    code, _ = scontrol_topology(tmp_path, broken)
+    assert code != 0
