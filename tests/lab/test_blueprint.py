@@ -64,7 +64,7 @@ def test_single_switch_planes_are_bridges_and_the_host_plugs_into_management() -
     bp = build_blueprint(small_plan(), "t", slot=0)
     mgmt = next(n for n in bp.namespaces if n.device == "mgmt-leaf001")
     assert mgmt.kind == "bridge"
-    assert "link set host mtu 1500 master br0 up" in mgmt.commands
+    assert "link set dev host mtu 1500 gso_max_segs 1 master br0 up" in mgmt.commands
     assert str(bp.host_address) == "198.18.0.1/24"  # the plan's gateway, never given to a node
 
 

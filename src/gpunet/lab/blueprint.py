@@ -13,6 +13,9 @@ from gpunet.lab.state import VethState as Veth
 from gpunet.model.plan import Interface, Link, Node, Plan
 
 HOST_PORT = "host"  # the switch port the host's veth plugs into
+# One MTU-sized packet per skb (no GSO/TSO batching on the veths): injected loss then hits frames
+# as on a wire, and tbf queues see real packet sizes. Cheap at the lab's Mbit/s rates.
+WIRE_SIZED = " gso_max_segs 1"
 DEFAULT_SCALE_MBIT_PER_GBIT = 1.0  # 400G in the plan is 400 Mbit/s in the lab
 
 
@@ -94,7 +97,7 @@ def _port_commands(namespaces: list[Namespace], veths: list[Veth]) -> None:
                 continue
             master = " master br0" if target.kind == "bridge" else ""
             target.commands.insert(target.commands.index("link set lo up") + 1 + (2 if master else 0),
-                                   f"link set {ifname} mtu {v.mtu}{master} up")
+                                   f"link set dev {ifname} mtu {v.mtu}{WIRE_SIZED}{master} up")
 
 
 def _management_plane(plan: Plan) -> str:
@@ -159,7 +162,7 @@ def _server_ns(node: Node, name: str, lab_addr: dict[tuple[str, str], IPv4Interf
     cabled = {i.name for i in node.interfaces if i.cabled}
     for iface in node.interfaces:
         if iface.name in cabled:
-            ns.commands.append(f"link set {iface.name} mtu {iface.mtu} up")
+            ns.commands.append(f"link set dev {iface.name} mtu {iface.mtu}{WIRE_SIZED} up")
     per_plane: dict[str, list[tuple[str, IPv4Interface]]] = {}
     for (n, dev), addr in lab_addr.items():
         if n == node.name:

@@ -148,7 +148,7 @@ def _each(bp: Blueprint, action: Callable[[Namespace], None]) -> None:
 
 def _veth_line(a_ns: str, a_if: str, b_ns: str, b_if: str) -> str:
     where_a = f" netns {a_ns}" if a_ns else ""
-    return f"link add {a_if}{where_a} type veth peer name {b_if} netns {b_ns}"
+    return f"link add name {a_if}{where_a} type veth peer name {b_if} netns {b_ns}"
 
 
 def _shape(bp: Blueprint, run: CommandRunner) -> None:
@@ -164,7 +164,7 @@ def _shape(bp: Blueprint, run: CommandRunner) -> None:
 def _host_side(bp: Blueprint, run: CommandRunner) -> None:
     """One veth to the management plane, and nothing else of 198.18.0.0/15 reachable (the
     first lab up adds the unreachable route, the last one down removes it)."""
-    lines = [f"addr add {bp.host_address} dev {bp.host_if}", f"link set {bp.host_if} up"]
+    lines = [f"addr add {bp.host_address} dev {bp.host_if}", f"link set dev {bp.host_if} up"]
     if not run(["ip", "route", "show", "exact", str(LAB_RANGE)], check=False).stdout.strip():
         lines.append(f"route add unreachable {LAB_RANGE}")
     ip_batch(run, lines)
