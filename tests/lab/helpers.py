@@ -51,7 +51,7 @@ def server_process(lab_id: str, node: str, *command: str) -> Iterator[subprocess
 
 
 def lab_address(state: LabState, node: str, interface: str) -> str:
-    return state.address_map[f"{node}/{interface}"].split(" -> ")[1].split("/")[0]
+    return state.address_map[f"{node}/{interface}"].lab.split("/")[0]
 
 
 def iperf3(lab_id: str, client: str, server: str, address: str, *extra: str, seconds: int = 3) -> dict:

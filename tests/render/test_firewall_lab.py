@@ -23,9 +23,9 @@ def ruleset_for_lab(state: LabState, node: str) -> str:
     text = render_nftables(plan, next(n for n in plan.nodes if n.name == node))
     for plane in plan.planes:
         planned = IPv4Network(plane.subnet)
-        lab_if = next(a for k, a in state.address_map.items() if k.startswith(f"{node}/")
-                      and IPv4Interface(a.split(" -> ")[0]).network == planned)
-        lab_net = IPv4Interface(lab_if.split(" -> ")[1]).network
+        pair = next(a for k, a in state.address_map.items() if k.startswith(f"{node}/")
+                    and IPv4Interface(a.plan).network == planned)
+        lab_net = IPv4Interface(pair.lab).network
         admin = plan.site.admin_subnet
         if admin is not None and admin.subnet_of(planned):  # type: ignore[arg-type]
             offset = int(admin.network_address) - int(planned.network_address)

@@ -65,7 +65,7 @@ def status(
 def _print_addresses(state: LabState) -> None:
     table = Table("server/interface", "plan", "lab", box=box.SIMPLE_HEAD)
     for where, pair in state.address_map.items():
-        table.add_row(where, *pair.split(" -> "))
+        table.add_row(where, pair.plan, pair.lab)
     stdout.print(table)
 
 

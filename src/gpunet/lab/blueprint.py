@@ -9,6 +9,7 @@ from ipaddress import IPv4Interface, IPv4Network
 from gpunet.errors import LabError
 from gpunet.lab.addressing import LAB_RANGE, BlockCarver, PlaneAddressing, lab_block, plane_addressing
 from gpunet.lab.routes import host_routes, port_if
+from gpunet.lab.state import AddressPair
 from gpunet.lab.state import VethState as Veth
 from gpunet.model.plan import Interface, Link, Node, Plan
 
@@ -37,7 +38,7 @@ class Blueprint:
     host_if: str
     host_address: IPv4Interface
     mgmt_subnet: IPv4Network
-    address_map: dict[str, str]  # "node/interface" -> "plan address -> lab address"
+    address_map: dict[str, AddressPair]  # "node/interface" -> plan and lab address
     mgmt_addresses: dict[str, str]  # node -> lab management address (no prefix)
     hosts_file: str
     notes: list[str]
@@ -60,7 +61,7 @@ def build_blueprint(plan: Plan, lab_id: str, slot: int, scale: float = DEFAULT_S
     host_if, mgmt_leaf = f"gn{lab_id}h", _first_leaf(plan, mgmt)
     host_addr = addressing[mgmt].host_address(next(p.gateway for p in plan.planes if p.name == mgmt))
     veths.append(Veth(a_ns="", a_if=host_if, b_ns=ns[mgmt_leaf], b_if=HOST_PORT, mtu=mtu[mgmt], mbit=0,
-                      plane=mgmt, cable=f"host {mgmt_leaf}:{HOST_PORT}"))
+                      plane=mgmt, a_end="host", b_end=f"{mgmt_leaf}:{HOST_PORT}"))
     p2p = _p2p_addresses(plan, carver)
     loopbacks = dict(zip((s.name for s in plan.switches), carver.take(len(plan.switches) + 2).hosts(), strict=False))
     routes = host_routes(plan, lab_addr, p2p, {mgmt: [(mgmt_leaf, HOST_PORT, str(host_addr.ip))]})
@@ -77,7 +78,8 @@ def build_blueprint(plan: Plan, lab_id: str, slot: int, scale: float = DEFAULT_S
     return Blueprint(
         lab_id=lab_id, block=block, namespaces=namespaces, veths=veths, host_if=host_if,
         host_address=host_addr, mgmt_subnet=addressing[mgmt].lab_subnet,
-        address_map={f"{n}/{i}": f"{_plan_address(plan, n, i)} -> {a}" for (n, i), a in lab_addr.items()},
+        address_map={f"{n}/{i}": AddressPair(plan=_plan_address(plan, n, i), lab=str(a))
+                     for (n, i), a in lab_addr.items()},
         mgmt_addresses={n: str(a.ip) for (n, _), a in lab_addr.items() if _plane_of(plan, n, a, addressing) == mgmt},
         hosts_file=_hosts_file(plan, lab_addr), notes=_notes(plan, addressing),
     )
@@ -114,9 +116,9 @@ def _first_leaf(plan: Plan, plane: str) -> str:
 
 
 def _veth(link: Link, ns: dict[str, str], mtu: int, scale: float) -> Veth:
-    cable = f"{link.a.device}:{link.a.port} {link.b.device}:{link.b.port}"
     return Veth(a_ns=ns[link.a.device], a_if=port_if(link.a.port), b_ns=ns[link.b.device],
-                b_if=port_if(link.b.port), mtu=mtu, mbit=link.gbps * scale, plane=link.plane, cable=cable)
+                b_if=port_if(link.b.port), mtu=mtu, mbit=link.gbps * scale, plane=link.plane,
+                a_end=f"{link.a.device}:{link.a.port}", b_end=f"{link.b.device}:{link.b.port}")
 
 
 def _addressed_interface(node: Node, iface: Interface) -> str:

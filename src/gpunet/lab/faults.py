@@ -15,9 +15,9 @@ UNIT_MBIT = {"kbit": 1e-3, "mbit": 1.0, "gbit": 1e3}
 
 def find_cable(state: LabState, target: str) -> VethState:
     """A cable by either end, `device:port` as in cabling.csv (gpu001:ib0, comp-leaf001:33)."""
-    matches = [v for v in state.veths if target in v.cable.split(" ")]
+    matches = [v for v in state.veths if target in (v.a_end, v.b_end)]
     if not matches:
-        ends = ", ".join(v.cable.split(" ")[0] for v in state.veths[:3])
+        ends = ", ".join(v.a_end for v in state.veths[:3])
         raise LabUsageError(f"no cable end {target!r} in lab {state.lab_id}; name one end as DEVICE:PORT, e.g. {ends}")
     return matches[0]
 

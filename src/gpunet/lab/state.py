@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -27,19 +28,36 @@ class VethState(Frozen):
     mtu: int
     mbit: float
     plane: str
-    cable: str  # "gpu001:ib0 comp-leaf001:1": how users name either end in `lab fault`
+    a_end: str  # "gpu001:ib0", as in cabling.csv: how users name either end in `lab fault`
+    b_end: str  # "comp-leaf001:1"
+
+    @property
+    def cable(self) -> str:
+        return f"{self.a_end} {self.b_end}"
+
+
+class AddressPair(Frozen):
+    """Where a plan address lives in the lab."""
+
+    plan: str
+    lab: str
+
+
+FaultKind = Literal["loss", "down", "mtu", "rate", "delay"]
 
 
 class Fault(Frozen):
-    cable: str  # "gpu001:ib0 comp-leaf001:1": how users name either end in `lab fault`
-    kind: str  # loss | down | mtu | rate
+    """A fault applied to one cable (both ends), as `lab fault` recorded it."""
+
+    cable: str  # "gpu001:ib0 comp-leaf001:1"
+    kind: FaultKind
     value: str = ""
 
 
 class LabState(Frozen):
     lab_id: str
     slot: int
-    status: str  # building | up
+    status: Literal["building", "up"]
     plan_digest: str
     block: str
     host_if: str
@@ -48,7 +66,7 @@ class LabState(Frozen):
     namespaces: dict[str, str]  # namespace -> kind
     servers: dict[str, str]  # node -> namespace
     mgmt_addresses: dict[str, str]
-    address_map: dict[str, str]
+    address_map: dict[str, AddressPair]  # "node/interface" ->
     veths: tuple[VethState, ...]
     notes: tuple[str, ...]
     faults: tuple[Fault, ...] = Field(default=())
