@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from ClusterShell.NodeSet import NodeSet, NodeSetException
 
+from gpunet.checks import Context, Finding, run_checks
 from gpunet.design import design
 from gpunet.errors import DesignError, SpecError, UsageError
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Node, Plan
 from gpunet.model.spec import Spec
+from gpunet.model.state import NodeState
+from gpunet.probe.node import probe_node
+from gpunet.probe.peers import plan_probes, run_probes
 from gpunet.render import TARGETS, file_mode, render_all
 from gpunet.render.plan_files import PLAN_FILES
 from gpunet.render.write import write_files
+from gpunet.runner import CommandRunner, run_local
 from gpunet.spec.examples import DEFAULT_EXAMPLE, example_text
 from gpunet.spec.loader import SourceMap, load_spec, parse_spec
 
@@ -72,6 +78,26 @@ def _pick_nodes(plan: Plan, nodes: str | None) -> list[Node]:
     if missing:
         raise UsageError(f"not in the plan: {NodeSet.fromlist(sorted(missing))}")
     return [n for n in plan.nodes if n.name in wanted]
+
+
+def doctor(
+    plan_source: Path | None, node_name: str | None, *, peers: bool, interval: float,
+    run: CommandRunner = run_local, root: Path = Path("/"),
+) -> tuple[NodeState, list[Finding]]:
+    """Probe this node, compare it with the Plan (when given), optionally probe its peers."""
+    plan = load_plan(plan_source) if plan_source is not None else None
+    name = node_name or socket.gethostname()
+    node = next((n for n in plan.nodes if n.name == name), None) if plan else None
+    if plan is not None and node is None:
+        raise UsageError(f"{name!r} is not a node of the plan; name it with --node")
+    hostnames = [i.hostname for n in plan.nodes for i in n.interfaces if i.hostname] if plan else []
+    state = probe_node(run, root, hostnames, interval)
+    results = run_probes(plan_probes(plan, node), run) if peers and plan and node else []
+    return state, run_checks(Context(state=state, plan=plan, node=node, peer_results=results))
+
+
+def probe(interval: float, run: CommandRunner = run_local, root: Path = Path("/")) -> NodeState:
+    return probe_node(run, root, (), interval)
 
 
 def write_plan(plan: Plan, out_dir: Path) -> list[str]:

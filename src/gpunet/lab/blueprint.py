@@ -42,6 +42,7 @@ class Blueprint:
     mgmt_addresses: dict[str, str]  # node -> lab management address (no prefix)
     hosts_file: str
     notes: list[str]
+    lab_plan: Plan  # the plan as the lab has it: lab addresses (doctor --plan inside the lab)
 
 
 def ns_name(lab_id: str, device: str) -> str:
@@ -65,7 +66,8 @@ def build_blueprint(plan: Plan, lab_id: str, slot: int, scale: float = DEFAULT_S
     p2p = _p2p_addresses(plan, carver)
     loopbacks = dict(zip((s.name for s in plan.switches), carver.take(len(plan.switches) + 2).hosts(), strict=False))
     routes = host_routes(plan, lab_addr, p2p, {mgmt: [(mgmt_leaf, HOST_PORT, str(host_addr.ip))]})
-    namespaces = [_server_ns(n, ns[n.name], lab_addr) for n in plan.nodes]
+    gateway = str(host_addr.ip) if next(p.gateway for p in plan.planes if p.name == mgmt) else None
+    namespaces = [_server_ns(n, ns[n.name], lab_addr, gateway) for n in plan.nodes]
     for s in plan.switches:
         kind = "bridge" if s.plane in bridged else "router"
         switch = _switch_ns(s.name, ns[s.name], kind, mtu[s.plane])
@@ -82,7 +84,25 @@ def build_blueprint(plan: Plan, lab_id: str, slot: int, scale: float = DEFAULT_S
                      for (n, i), a in lab_addr.items()},
         mgmt_addresses={n: str(a.ip) for (n, _), a in lab_addr.items() if _plane_of(plan, n, a, addressing) == mgmt},
         hosts_file=_hosts_file(plan, lab_addr), notes=_notes(plan, addressing),
+        lab_plan=lab_view(plan, addressing, lab_addr),
     )
+
+
+LabAddresses = dict[tuple[str, str], IPv4Interface]  # (node, device) -> lab address
+
+
+def lab_view(plan: Plan, addressing: dict[str, PlaneAddressing], lab_addr: LabAddresses) -> Plan:
+    """The plan with the lab's subnets, gateways and addresses (a bond's address on its first
+    member, as the lab carries it): what doctor compares a lab server with."""
+    planes = tuple(p.model_copy(update={
+        "subnet": str(addressing[p.name].lab_subnet), "subnet6": None,
+        "gateway": str(addressing[p.name].to_lab(p.gateway).ip) if p.gateway else None,
+    }) for p in plan.planes)
+    nodes = tuple(n.model_copy(update={"interfaces": tuple(
+        i.model_copy(update={"address": str(lab_addr[n.name, i.name]) if (n.name, i.name) in lab_addr else None,
+                             "address6": None})
+        for i in n.interfaces)}) for n in plan.nodes)
+    return plan.model_copy(update={"planes": planes, "nodes": nodes})
 
 
 def _plane_of(plan: Plan, node: str, address: IPv4Interface, addressing: dict[str, PlaneAddressing]) -> str:
@@ -152,33 +172,38 @@ def _p2p_addresses(plan: Plan, carver: BlockCarver) -> dict[tuple[str, str], IPv
     return result
 
 
-def _server_ns(node: Node, name: str, lab_addr: dict[tuple[str, str], IPv4Interface]) -> Namespace:
-    """Links up at the plane MTU, addresses, and one routing table per NIC where several NICs
-    share a subnet, so replies leave by the NIC they came in on."""
+def _server_ns(node: Node, name: str, lab_addr: LabAddresses, gateway: str | None) -> Namespace:
+    """Links up at the plane MTU, addresses, the default route via the management gateway (the
+    host's veth, which forwards nothing), and per-NIC routing where NICs share a subnet."""
     ns = Namespace(name, "server", node.name, sysctls={
         "net.ipv4.conf.all.arp_ignore": "1", "net.ipv4.conf.all.arp_announce": "2",
         "net.ipv4.conf.all.rp_filter": "0", "net.ipv4.conf.default.rp_filter": "0",
         "net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
     })
     ns.commands.append("link set lo up")
-    cabled = {i.name for i in node.interfaces if i.cabled}
-    for iface in node.interfaces:
-        if iface.name in cabled:
-            ns.commands.append(f"link set dev {iface.name} mtu {iface.mtu}{WIRE_SIZED} up")
+    ns.commands += [f"link set dev {i.name} mtu {i.mtu}{WIRE_SIZED} up" for i in node.interfaces if i.cabled]
     per_plane: dict[str, list[tuple[str, IPv4Interface]]] = {}
     for (n, dev), addr in lab_addr.items():
         if n == node.name:
             ns.commands.append(f"addr add {addr} dev {dev}")
             plane = next(i.plane for i in node.interfaces if i.name == dev)
             per_plane.setdefault(plane, []).append((dev, addr))
-    table = 100
+    mgmt = per_plane.get("management")
+    if gateway and mgmt:
+        ns.commands.append(f"route add default via {gateway} dev {mgmt[0][0]}")
+    ns.commands += _per_nic_tables(per_plane)
+    return ns
+
+
+def _per_nic_tables(per_plane: dict[str, list[tuple[str, IPv4Interface]]]) -> list[str]:
+    lines, table = [], 100
     for members in per_plane.values():
         if len(members) > 1:
             for dev, addr in members:
-                ns.commands += [f"rule add from {addr.ip} lookup {table}",
-                                f"route add {addr.network} dev {dev} src {addr.ip} table {table}"]
+                lines += [f"rule add from {addr.ip} lookup {table}",
+                          f"route add {addr.network} dev {dev} src {addr.ip} table {table}"]
                 table += 1
-    return ns
+    return lines
 
 
 def _switch_ns(device: str, name: str, kind: str, mtu: int) -> Namespace:

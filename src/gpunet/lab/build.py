@@ -39,6 +39,7 @@ from gpunet.runner import CommandRunner, run_local
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
 ETC_NETNS = Path("/etc/netns")
+LAB_PLAN = "plan.json"  # the plan in lab addresses: `doctor --plan` inside a lab server
 
 
 def _silent(step: str, done: int, total: int) -> None:
@@ -83,6 +84,7 @@ def _up(
     _forget_stale_names(lab_id)
     state = _state(blueprint, slot, digest, scale, "building")
     write_state(state)  # before anything exists, so `down` can always find what to remove
+    (lab_dir(lab_id) / LAB_PLAN).write_text(blueprint.lab_plan.model_dump_json(indent=1))
     _create(blueprint, run, progress)
     state = state.model_copy(update={"status": "up"})
     write_state(state)
@@ -130,6 +132,7 @@ def _create(bp: Blueprint, run: CommandRunner, progress: Progress) -> None:
         ("sysctls", lambda: _each(bp, lambda n: set_sysctls(run, n.name, n.sysctls))),
         ("cables", lambda: ip_batch(run, (_veth_line(v.a_ns, v.a_if, v.b_ns, v.b_if) for v in bp.veths))),
         ("addresses and routes", lambda: _each(bp, lambda n: ip_batch(run, n.commands, n.name))),
+        ("proxy ARP", lambda: _proxy_arp_now(bp, run)),
         ("shaping", lambda: _shape(bp, run)),
         ("host route", lambda: _host_side(bp, run)),
         ("names", lambda: _names(bp, run)),
@@ -139,6 +142,17 @@ def _create(bp: Blueprint, run: CommandRunner, progress: Progress) -> None:
         progress(name, done, len(steps))
         step()
     progress("up", len(steps), len(steps))
+
+
+def _proxy_arp_now(bp: Blueprint, run: CommandRunner) -> None:
+    """Routers answer proxy ARP at once, as a switch does (Linux waits up to 0.8 s by default;
+    only per-port in a network namespace, so after the cables exist)."""
+    ports: dict[str, list[str]] = defaultdict(list)
+    for v in bp.veths:
+        ports[v.b_ns].append(v.b_if)
+        ports[v.a_ns].append(v.a_if)
+    for ns in (n for n in bp.namespaces if n.kind == "router"):
+        set_sysctls(run, ns.name, {f"net.ipv4.neigh.{port}.proxy_delay": "0" for port in ports[ns.name]})
 
 
 def _each(bp: Blueprint, action: Callable[[Namespace], None]) -> None:
@@ -168,7 +182,9 @@ def _host_side(bp: Blueprint, run: CommandRunner) -> None:
     if not run(["ip", "route", "show", "exact", str(LAB_RANGE)], check=False).stdout.strip():
         lines.append(f"route add unreachable {LAB_RANGE}")
     ip_batch(run, lines)
-    run(["sysctl", "-q", "-w", f"net.ipv6.conf.{bp.host_if}.disable_ipv6=1"], check=False)
+    # Servers route out via the host's veth (their gateway): the host forwards none of it.
+    run(["sysctl", "-q", "-w", f"net.ipv4.conf.{bp.host_if}.forwarding=0",
+         f"net.ipv6.conf.{bp.host_if}.disable_ipv6=1"], check=False)
 
 
 def _names(bp: Blueprint, run: CommandRunner) -> None:
@@ -188,8 +204,8 @@ def _sshd(bp: Blueprint, run: CommandRunner) -> None:
     write_ssh_files(lab_dir(bp.lab_id), run)
     for ns in bp.namespaces:
         if ns.kind == "server" and ns.device in bp.mgmt_addresses:
-            start_sshd(lab_dir(bp.lab_id), ns.device, bp.mgmt_addresses[ns.device],
-                       node_argv_for(bp.lab_id, ns.device, ns.name, []), run)
+            start_sshd(lab_dir(bp.lab_id), ns.device, bp.mgmt_addresses[ns.device], etc=ETC_NETNS / ns.name,
+                       prefix=node_argv_for(bp.lab_id, ns.device, ns.name, []), run=run)
 
 
 def node_argv_for(lab_id: str, node: str, namespace: str, command: Sequence[str]) -> list[str]:

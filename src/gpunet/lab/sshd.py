@@ -37,9 +37,16 @@ def write_ssh_files(directory: Path, run: CommandRunner) -> None:
     (directory / "run").mkdir(exist_ok=True)
 
 
-def start_sshd(directory: Path, node: str, address: str, prefix: Sequence[str], run: CommandRunner) -> None:
-    run([*prefix, SSHD, "-f", str(directory / "sshd_config"), "-o", f"ListenAddress={address}",
-         "-o", f"PidFile={directory / 'run' / f'{node}.sshd.pid'}"])
+def start_sshd(
+    directory: Path, node: str, address: str, *, etc: Path, prefix: Sequence[str], run: CommandRunner
+) -> None:
+    """sshd with its config at the server's own /etc/ssh (etc: /etc/netns/<ns>, which `ip netns
+    exec` mounts over /etc), so `sshd -T` in the server shows the effective settings."""
+    pid_file = directory / "run" / f"{node}.sshd.pid"
+    config = CONFIG.format(dir=directory) + f"ListenAddress {address}\nPidFile {pid_file}\n"
+    (etc / "ssh").mkdir(parents=True, exist_ok=True)
+    (etc / "ssh" / "sshd_config").write_text(config)
+    run([*prefix, SSHD])
 
 
 def ssh_argv(directory: Path, address: str, command: Sequence[str]) -> list[str]:

@@ -1,0 +1,155 @@
+"""probe_node: read one node into a NodeState, through a command runner and a root path, with
+counter rates from two samples `interval` seconds apart. Read-only."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TypeVar
+
+from gpunet.errors import GpunetError
+from gpunet.model.state import BondState, InterfaceState, NodeState, SnmpCounters
+from gpunet.probe import parsers
+from gpunet.probe.sysfs import read_ib_ports, read_interfaces
+from gpunet.runner import CommandRunner, run_local
+
+SYSCTLS = (
+    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.core.rmem_max", "net.core.wmem_max",
+    "net.ipv4.tcp_mtu_probing", "net.ipv4.tcp_congestion_control", "net.ipv4.conf.all.rp_filter",
+    "net.ipv4.conf.all.arp_ignore", "net.ipv4.conf.all.arp_announce",
+)
+NCCL_ENV = Path("etc/gpunet/nccl.env")
+T = TypeVar("T")
+
+
+def probe_node(
+    run: CommandRunner = run_local, root: Path = Path("/"), hostnames: Iterable[str] = (),
+    interval: float = 2.0, clock: Callable[[float], None] = time.sleep,
+) -> NodeState:
+    problems: list[str] = []
+    first_ifs, first_snmp = read_interfaces(root), _snmp(root, problems)
+    if interval > 0:
+        clock(interval)
+    interfaces, snmp = read_interfaces(root), _snmp(root, problems)
+    return NodeState(
+        hostname=_hostname(root), interfaces=tuple(interfaces),
+        addresses=_parsed(run, ["ip", "-j", "addr", "show"], parsers.parse_ip_addr_json, problems) or {},
+        routes=_parsed(run, ["ip", "-4", "-j", "route", "show", "table", "all"], parsers.parse_ip_route_json,
+                       problems) or (),
+        bonds=tuple(_bonds(root, problems)), ib_ports=tuple(read_ib_ports(root)), snmp=snmp,
+        sysctls=_sysctls(root), resolved=_resolve(hostnames), sshd=_sshd(run, problems),
+        selinux=_selinux(root), apparmor=_apparmor(root), nccl_env=_nccl_env(root),
+        interval_s=interval, rates=_rates(first_ifs, interfaces, first_snmp, snmp, interval),
+        problems=tuple(problems),
+    )
+
+
+def _hostname(root: Path) -> str:
+    path = root / "proc/sys/kernel/hostname"
+    return path.read_text().strip() if path.exists() else socket.gethostname()
+
+
+def _parsed(run: CommandRunner, argv: list[str], parse: Callable[[str], T], problems: list[str]) -> T | None:
+    """A command's output parsed, or None with the reason noted (per-probe failure is data)."""
+    try:
+        return parse(run(argv).stdout)
+    except GpunetError as exc:
+        problems.append(f"{' '.join(argv)}: {exc}")
+        return None
+
+
+def _parsed_file(path: Path, parse: Callable[[str], T], problems: list[str]) -> T | None:
+    try:
+        return parse(path.read_text())
+    except (GpunetError, OSError) as exc:
+        problems.append(f"{path}: {exc}")
+        return None
+
+
+def _snmp(root: Path, problems: list[str]) -> SnmpCounters | None:
+    groups: dict[str, dict[str, int]] = {}
+    for name in ("snmp", "netstat"):
+        path = root / "proc/net" / name
+        counters = _parsed_file(path, parsers.parse_proc_snmp, problems) if path.exists() else None
+        groups |= counters.groups if counters else {}
+    return SnmpCounters(groups=groups) if groups else None
+
+
+def _bonds(root: Path, problems: list[str]) -> list[BondState]:
+    base = root / "proc/net/bonding"
+    paths = sorted(base.iterdir()) if base.exists() else []
+    parsed = [_parsed_file(p, parsers.parse_proc_bonding, problems) for p in paths]
+    return [b.model_copy(update={"name": p.name}) for p, b in zip(paths, parsed, strict=True) if b is not None]
+
+
+def _sysctls(root: Path) -> dict[str, str]:
+    values = {}
+    for key in SYSCTLS:
+        path = root / "proc/sys" / key.replace(".", "/")
+        if path.exists():
+            values[key] = " ".join(path.read_text().split())
+    return values
+
+
+def _resolve(hostnames: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """What this node's resolver says for each name (files, DNS: nsswitch order)."""
+    result = {}
+    for name in hostnames:
+        try:
+            infos = socket.getaddrinfo(name, None, socket.AF_INET, socket.SOCK_STREAM)
+            result[name] = tuple(sorted({str(info[4][0]) for info in infos}))
+        except OSError:
+            result[name] = ()
+    return result
+
+
+def _sshd(run: CommandRunner, problems: list[str]) -> dict[str, str] | None:
+    if not Path("/usr/sbin/sshd").exists():
+        return None
+    done = run(["/usr/sbin/sshd", "-T"], check=False)
+    if done.returncode != 0:
+        problems.append(f"sshd -T: {done.stderr.strip()[:200]}")
+        return None
+    try:
+        return parsers.parse_sshd_t(done.stdout)
+    except GpunetError as exc:
+        problems.append(f"sshd -T: {exc}")
+        return None
+
+
+def _selinux(root: Path) -> str | None:
+    enforce = root / "sys/fs/selinux/enforce"
+    if not (root / "sys/fs/selinux").exists():
+        return None
+    return "enforcing" if enforce.exists() and enforce.read_text().strip() == "1" else "permissive"
+
+
+def _apparmor(root: Path) -> bool | None:
+    enabled = root / "sys/module/apparmor/parameters/enabled"
+    return enabled.read_text().strip() == "Y" if enabled.exists() else None
+
+
+def _nccl_env(root: Path) -> dict[str, str] | None:
+    path = root / NCCL_ENV
+    return parsers.parse_env_file(path.read_text()) if path.exists() else None
+
+
+def _rates(
+    before: list[InterfaceState], after: list[InterfaceState],
+    snmp_before: SnmpCounters | None, snmp_after: SnmpCounters | None, interval: float,
+) -> dict[str, float]:
+    """Per-second increase of every interface counter and every TCP counter."""
+    if interval <= 0:
+        return {}
+    first = {i.name: i.statistics for i in before}
+    rates = {f"{i.name}/{k}": (v - first[i.name].get(k, v)) / interval
+             for i in after if i.name in first for k, v in i.statistics.items()}
+    if snmp_before and snmp_after:
+        for group in ("Tcp", "TcpExt"):
+            for key, value in snmp_after.groups.get(group, {}).items():
+                old = snmp_before.get(group, key)
+                if old is not None:
+                    rates[f"{group}/{key}"] = (value - old) / interval
+    return rates

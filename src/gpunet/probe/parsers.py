@@ -1,0 +1,225 @@
+"""Pure parsers: text of a tool's output in, a model out, or ParseError(tool, line)."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from gpunet.errors import ParseError
+from gpunet.model.state import BondSlave, BondState, EthtoolLink, IbCa, IbPort, Route, SnmpCounters
+
+STAT_LINE = re.compile(r"^\s*([^:\s][^:]*?):\s+(-?\d+)\s*$")
+
+
+def parse_ethtool_stats(text: str) -> dict[str, int]:
+    """`ethtool -S DEV`: counter name -> value. Lines that are not counters (the header, driver
+    warnings) are skipped; a file with no counter at all is an error."""
+    stats: dict[str, int] = {}
+    for line in text.splitlines():
+        match = STAT_LINE.match(line)
+        if match:
+            stats[match[1].strip()] = int(match[2])
+    if not stats:
+        raise ParseError("ethtool -S", 1, "no 'name: value' counter lines")
+    return stats
+
+
+def parse_ethtool_link(text: str) -> EthtoolLink:
+    """`ethtool DEV`: speed, duplex, link detected (the settings block)."""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.strip().partition(":")
+        if sep and key and not key.startswith("Supported") and not key.startswith("Advertised"):
+            fields[key.strip()] = value.strip()
+    if "Link detected" not in fields and "Speed" not in fields:
+        raise ParseError("ethtool", 1, "neither 'Speed:' nor 'Link detected:' found")
+    return EthtoolLink(
+        speed_mbps=_speed_mbps(fields.get("Speed")), duplex=_known(fields.get("Duplex")),
+        link_detected=_yes(fields.get("Link detected")), port=fields.get("Port"),
+        auto_negotiation=_yes(fields.get("Auto-negotiation")),
+    )
+
+
+def _speed_mbps(value: str | None) -> int | None:
+    """'25000Mb/s' (ethtool) or '25000 Mbps' (bonding); anything else (Unknown!) is None."""
+    match = re.match(r"^(\d+)\s*(Mb/s|Mbps)$", value or "")
+    return int(match[1]) if match else None
+
+
+def _known(value: str | None) -> str | None:
+    return None if value is None or value.lower().startswith("unknown") else value
+
+
+def _yes(value: str | None) -> bool | None:
+    return None if value is None else value.lower() in ("yes", "on")
+
+
+def parse_proc_bonding(text: str, name: str = "") -> BondState:
+    """/proc/net/bonding/<bond>: the bond's header, then one block per 'Slave Interface:'."""
+    blocks = re.split(r"\n(?=Slave Interface:)", text)
+    head = _colon_fields(blocks[0])
+    if "Bonding Mode" not in head:
+        raise ParseError("/proc/net/bonding", 1, "no 'Bonding Mode:' line")
+    slaves = tuple(_bond_slave(block) for block in blocks[1:])
+    return BondState(
+        name=name, mode=head["Bonding Mode"], mii_up=head.get("MII Status") == "up",
+        mii_interval_ms=_int(head.get("MII Polling Interval (ms)")), active_slave=_none_if(
+            head.get("Currently Active Slave"), "None"),
+        hash_policy=head.get("Transmit Hash Policy"), lacp_rate=head.get("LACP rate"), slaves=slaves,
+    )
+
+
+def _bond_slave(block: str) -> BondSlave:
+    fields = _colon_fields(block)
+    return BondSlave(
+        name=fields["Slave Interface"], mii_up=fields.get("MII Status") == "up",
+        speed_mbps=_speed_mbps(fields.get("Speed")), duplex=_known(fields.get("Duplex")),
+        link_failures=_int(fields.get("Link Failure Count")) or 0,
+        aggregator_id=_int(fields.get("Aggregator ID")),
+    )
+
+
+def _colon_fields(block: str) -> dict[str, str]:
+    """First occurrence of each 'Key: value' line (nested LACP sections repeat keys)."""
+    fields: dict[str, str] = {}
+    for line in block.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip():
+            fields.setdefault(key.strip(), value.strip())
+    return fields
+
+
+def _int(value: str | None) -> int | None:
+    return int(value) if value is not None and value.strip().lstrip("-").isdigit() else None
+
+
+def _none_if(value: str | None, none: str) -> str | None:
+    return None if value in (None, none) else value
+
+
+def parse_ibstat(text: str) -> tuple[IbCa, ...]:
+    """`ibstat`: CA blocks ("CA 'mlx5_0'") with ports ("Port 1:") and their state and rate."""
+    cas: list[IbCa] = []
+    for number, chunk in _ca_chunks(text):
+        cas.append(_ib_ca(number, chunk))
+    if not cas:
+        raise ParseError("ibstat", 1, "no \"CA '<name>'\" line")
+    return tuple(cas)
+
+
+def _ca_chunks(text: str) -> list[tuple[int, str]]:
+    starts = [(m.start(), text.count("\n", 0, m.start()) + 1) for m in re.finditer(r"^CA '", text, re.M)]
+    if not starts:
+        return []
+    ends = [s for s, _ in starts[1:]] + [len(text)]
+    return [(line, text[start:end]) for (start, line), end in zip(starts, ends, strict=True)]
+
+
+def _ib_ca(line: int, chunk: str) -> IbCa:
+    name_match = re.match(r"CA '([^']+)'", chunk)
+    if name_match is None:
+        raise ParseError("ibstat", line, "malformed CA line")
+    head, *ports = re.split(r"\n\s*(?=Port \d+:)", chunk)
+    fields = _colon_fields(head)
+    return IbCa(name=name_match[1], ca_type=fields.get("CA type"), firmware=fields.get("Firmware version"),
+                ports=tuple(_ib_port(name_match[1], line, p) for p in ports))
+
+
+def _ib_port(ca: str, line: int, chunk: str) -> IbPort:
+    number = re.match(r"Port (\d+):", chunk.strip())
+    fields = _colon_fields(chunk)
+    if number is None or "State" not in fields:
+        raise ParseError("ibstat", line, f"port block of {ca} without 'State:'")
+    rate = fields.get("Rate")
+    return IbPort(ca=ca, port=int(number[1]), state=fields["State"],
+                  physical_state=fields.get("Physical state", ""),
+                  rate_gbps=float(rate) if rate and re.fullmatch(r"\d+(\.\d+)?", rate) else None,
+                  link_layer=fields.get("Link layer"))
+
+
+def parse_proc_snmp(text: str, tool: str = "/proc/net/snmp") -> SnmpCounters:
+    """/proc/net/snmp and /proc/net/netstat: pairs of 'Group: names...' / 'Group: values...'."""
+    groups: dict[str, dict[str, int]] = {}
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) % 2:
+        raise ParseError(tool, len(lines), "a header line without its value line")
+    for index in range(0, len(lines), 2):
+        groups.update(_snmp_pair(lines[index], lines[index + 1], index + 1, tool))
+    if not groups:
+        raise ParseError(tool, 1, "no counters")
+    return SnmpCounters(groups=groups)
+
+
+def _snmp_pair(header: str, values: str, line: int, tool: str) -> dict[str, dict[str, int]]:
+    group, _, names = header.partition(":")
+    group_values, _, numbers = values.partition(":")
+    if group != group_values or not names:
+        raise ParseError(tool, line + 1, f"value line {group_values!r} does not follow header {group!r}")
+    keys, counts = names.split(), numbers.split()
+    if len(keys) != len(counts) or not all(c.lstrip("-").isdigit() for c in counts):
+        raise ParseError(tool, line + 1, f"{group}: {len(keys)} names, {len(counts)} values")
+    return {group: dict(zip(keys, map(int, counts), strict=True))}
+
+
+def parse_nft_json(text: str) -> list[dict[str, Any]]:
+    """`nft -j list ruleset`: the list of objects (tables, chains, rules) under "nftables"."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError("nft -j", exc.lineno, exc.msg) from None
+    if not isinstance(data, dict) or not isinstance(data.get("nftables"), list):
+        raise ParseError("nft -j", 1, "no top-level 'nftables' list")
+    return [item for item in data["nftables"] if isinstance(item, dict) and "metainfo" not in item]
+
+
+def parse_ip_addr_json(text: str) -> dict[str, tuple[str, ...]]:
+    """`ip -j addr show`: interface -> its IPv4/IPv6 CIDRs (link-local IPv6 left out)."""
+    items = _json_list(text, "ip -j addr")
+    return {
+        str(link.get("ifname")): tuple(
+            f"{a['local']}/{a['prefixlen']}" for a in link.get("addr_info", [])
+            if isinstance(a, dict) and "local" in a and a.get("scope") != "link")
+        for link in items if isinstance(link, dict) and "ifname" in link
+    }
+
+
+def parse_ip_route_json(text: str) -> tuple[Route, ...]:
+    """`ip -j route show table all` (IPv4): dst, device, gateway, table."""
+    return tuple(
+        Route(dst=str(r["dst"]), dev=r.get("dev"), gateway=r.get("gateway"), table=str(r.get("table", "main")))
+        for r in _json_list(text, "ip -j route") if isinstance(r, dict) and "dst" in r
+    )
+
+
+def _json_list(text: str, tool: str) -> list[Any]:
+    try:
+        data = json.loads(text or "[]")
+    except json.JSONDecodeError as exc:
+        raise ParseError(tool, exc.lineno, exc.msg) from None
+    if not isinstance(data, list):
+        raise ParseError(tool, 1, "expected a JSON list")
+    return data
+
+
+def parse_sshd_t(text: str) -> dict[str, str]:
+    """`sshd -T`: one 'keyword value' per line (keywords lower-case); repeated keys keep the first."""
+    settings: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.strip().partition(" ")
+        if key and not key.startswith("#"):
+            settings.setdefault(key.lower(), value.strip())
+    if "passwordauthentication" not in settings:
+        raise ParseError("sshd -T", 1, "no passwordauthentication line: not sshd -T output")
+    return settings
+
+
+def parse_env_file(text: str) -> dict[str, str]:
+    """`export NAME=value` / `NAME=value` lines of a shell env file (comments skipped)."""
+    values: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip().removeprefix("export ").strip()
+        name, sep, value = line.partition("=")
+        if sep and name.isidentifier() and not line.startswith("#"):
+            values[name] = value.strip().strip('"').strip("'")
+    return values

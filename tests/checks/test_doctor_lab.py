@@ -1,0 +1,146 @@
+"""doctor in the lab: a healthy server passes; each injected fault is reported with the right
+check ID on the right node, and nothing unrelated fails (root; `lab` marker)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpunet.lab.faults import apply_fault, heal
+from gpunet.lab.state import LabState, lab_dir
+from tests.lab.helpers import built_lab, lab_address, run_in, server_process
+
+pytestmark = pytest.mark.lab
+LAB = "zx"
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[LabState]:
+    with built_lab(LAB) as state:
+        yield state
+
+
+def doctor(node: str, *extra: str, interval: float = 0.5) -> tuple[int, list[dict[str, Any]]]:
+    plan = lab_dir(LAB) / "plan.json"
+    done = run_in(LAB, node, sys.executable, "-m", "gpunet", "doctor", "--plan", str(plan), "--node", node,
+                  "--json", "--interval", str(interval), *extra, timeout=120)
+    assert done.returncode in (0, 1), done.stderr
+    return done.returncode, json.loads(done.stdout)["findings"]
+
+
+def failures(findings: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {(f["check"], f["node"], f["subject"]) for f in findings if f["verdict"] == "fail"}
+
+
+def only(findings: list[dict[str, Any]], check: str) -> set[tuple[str, str, str]]:
+    """The failures, asserting every one of them is `check` (nothing unrelated fails)."""
+    failed = failures(findings)
+    assert failed and {c for c, _, _ in failed} == {check}, failed
+    return failed
+
+
+def test_a_healthy_server_passes(lab: LabState) -> None:
+    code, findings = doctor("gpu1", "--peers")
+    assert code == 0 and not failures(findings)
+    assert sum(f["verdict"] == "pass" for f in findings) > 50
+
+
+def test_link_down(lab: LabState) -> None:
+    apply_fault(LAB, "gpu3:ens1", "down")
+    try:
+        code, findings = doctor("gpu3")
+    finally:
+        heal(LAB)
+    assert code == 1 and only(findings, "GN-LINK-01") == {("GN-LINK-01", "gpu3", "ens1")}
+
+
+def test_mtu_drift_on_a_path(lab: LabState) -> None:
+    apply_fault(LAB, "comp-leaf001:5", "mtu", "1500")
+    try:
+        _, findings = doctor("gpu1", "--peers")
+    finally:
+        heal(LAB)
+    failed = only(findings, "GN-MTU-02")
+    assert all(node == "gpu1" and subject.split()[1] == "compute" for _, node, subject in failed)
+
+
+def test_wrong_address(lab: LabState) -> None:
+    right = lab.address_map["gpu2/ens1"].lab
+    wrong = re.sub(r"\.(\d+)/", lambda m: f".{int(m[1]) + 100}/", right)
+    run_in(LAB, "gpu2", "ip", "addr", "replace", wrong, "dev", "ens1")
+    run_in(LAB, "gpu2", "ip", "addr", "del", right, "dev", "ens1")
+    try:
+        code, findings = doctor("gpu2")
+    finally:
+        run_in(LAB, "gpu2", "ip", "addr", "replace", right, "dev", "ens1")
+        run_in(LAB, "gpu2", "ip", "addr", "del", wrong, "dev", "ens1")
+    assert code == 1 and only(findings, "GN-ADDR-01") == {("GN-ADDR-01", "gpu2", "ens1")}
+
+
+def test_missing_gateway(lab: LabState) -> None:
+    run_in(LAB, "gpu5", "ip", "route", "del", "default")
+    try:
+        _, findings = doctor("gpu5")
+    finally:
+        run_in(LAB, "gpu5", "ip", "route", "add", "default", "via", lab.host_address.split("/")[0], "dev", "eth0")
+    assert only(findings, "GN-ROUTE-02") == {("GN-ROUTE-02", "gpu5", "eth0")}
+
+
+@pytest.mark.parametrize(("rule", "plane"), [("tcp dport 22 drop", "management"),
+                                             ("tcp dport 1024-65535 drop", "compute")])
+def test_firewall_dropping_ssh_or_the_nccl_range(lab: LabState, rule: str, plane: str) -> None:
+    ruleset = f"table inet gnblock {{\n chain input {{\n  type filter hook input priority -10;\n  {rule}\n }}\n}}\n"
+    subprocess.run(["ip", "netns", "exec", lab.servers["gpu4"], "nft", "-f", "-"], input=ruleset, text=True,
+                   check=True)
+    try:
+        _, findings = doctor("gpu1", "--peers")
+    finally:
+        subprocess.run(["ip", "netns", "exec", lab.servers["gpu4"], "nft", "delete", "table", "inet", "gnblock"],
+                       check=True)
+    failed = only(findings, "GN-FW-01")
+    assert {(node, subject.split()[1]) for _, node, subject in failed} == {("gpu4", plane)}
+
+
+def test_loss_causing_retransmissions(lab: LabState) -> None:
+    apply_fault(LAB, "gpu6:ens1", "loss", "5")
+    target = lab_address(lab, "gpu7", "ens1")
+    try:
+        with server_process(LAB, "gpu7", "iperf3", "-s", "-1", "-B", target), \
+                server_process(LAB, "gpu6", "sh", "-c", f"sleep 0.5; iperf3 -c {target} -t 6 -b 40M"):
+            _, findings = doctor("gpu6", interval=3)
+    finally:
+        heal(LAB)
+    assert ("GN-TCP-01", "gpu6", "tcp") in failures(findings)
+    assert {c for c, _, _ in failures(findings)} <= {"GN-TCP-01", "GN-CNT-01"}  # drops on that NIC are related
+
+
+def test_a_wrong_hosts_entry_on_one_server(lab: LabState) -> None:
+    hosts = Path("/etc/netns") / lab.servers["gpu8"] / "hosts"
+    original = hosts.read_text()
+    real = lab_address(lab, "gpu3", "ens1")
+    hosts.write_text(original.replace(f"{real}\tgpu3-comp", f"{real[:-1]}9\tgpu3-comp"))
+    try:
+        _, findings = doctor("gpu8")
+        _, elsewhere = doctor("gpu7")
+    finally:
+        hosts.write_text(original)
+    assert only(findings, "GN-DNS-01") == {("GN-DNS-01", "gpu8", "gpu3-comp")}
+    assert not failures(elsewhere)
+
+
+def test_sshd_allowing_passwords(lab: LabState) -> None:
+    config = Path("/etc/netns") / lab.servers["gpu7"] / "ssh" / "sshd_config"
+    original = config.read_text()
+    config.write_text("PasswordAuthentication yes\n" + original)
+    try:
+        _, findings = doctor("gpu7")
+    finally:
+        config.write_text(original)
+    assert only(findings, "GN-SSH-01") == {("GN-SSH-01", "gpu7", "sshd")}

@@ -1,0 +1,93 @@
+"""Parsers against recorded real outputs: tests/fixtures/<tool>/<case>/{output.txt, expected.json},
+walked by one parametrised test (DESIGN.md #2); and fuzzed inputs raise nothing but ParseError.
+Regenerate an expected.json after an intended change with GPUNET_UPDATE_GOLDEN=1, then review it."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from gpunet.errors import ParseError
+from gpunet.probe.parsers import (
+    parse_ethtool_link,
+    parse_ethtool_stats,
+    parse_ibstat,
+    parse_ip_addr_json,
+    parse_ip_route_json,
+    parse_nft_json,
+    parse_proc_bonding,
+    parse_proc_snmp,
+    parse_sshd_t,
+)
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+PARSERS: dict[str, Callable[[str], Any]] = {
+    "ethtool_stats": parse_ethtool_stats,
+    "ethtool_link": parse_ethtool_link,
+    "ibstat": parse_ibstat,
+    "proc_net_bonding": parse_proc_bonding,
+    "proc_net_snmp": parse_proc_snmp,
+    "proc_net_netstat": lambda text: parse_proc_snmp(text, "/proc/net/netstat"),
+    "nft_json": parse_nft_json,
+    "ip_addr_json": parse_ip_addr_json,
+    "ip_route_json": parse_ip_route_json,
+    "sshd_t": parse_sshd_t,
+}
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, tuple | list):
+        return [jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    return value
+
+
+def cases() -> list[tuple[str, Path]]:
+    return [(tool, case) for tool in PARSERS for case in sorted((FIXTURES / tool).glob("*/"))
+            if (case / "output.txt").exists()]
+
+
+@pytest.mark.parametrize(("tool", "case"), cases(), ids=[f"{t}/{c.name}" for t, c in cases()])
+def test_parser_matches_recorded_expectation(tool: str, case: Path) -> None:
+    got = jsonable(PARSERS[tool]((case / "output.txt").read_text()))
+    expected_file = case / "expected.json"
+    if os.environ.get("GPUNET_UPDATE_GOLDEN"):
+        expected_file.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
+    assert got == json.loads(expected_file.read_text())
+
+
+def test_every_tool_has_recorded_cases() -> None:
+    counts = {tool: sum(1 for t, _ in cases() if t == tool) for tool in PARSERS}
+    assert all(counts.values()), counts
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(sorted(PARSERS)), st.text(max_size=400))
+def test_fuzzed_text_raises_nothing_but_parse_error(tool: str, text: str) -> None:
+    with contextlib.suppress(ParseError):
+        PARSERS[tool](text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([c for c in cases()]), st.data())
+def test_mangled_real_outputs_raise_nothing_but_parse_error(case: tuple[str, Path], data: st.DataObject) -> None:
+    """Real outputs cut short, with lines dropped or bytes changed: still only ParseError."""
+    tool, folder = case
+    text = (folder / "output.txt").read_text()
+    cut = data.draw(st.integers(0, len(text)))
+    noise = data.draw(st.text(max_size=20))
+    for variant in (text[:cut], text[:cut] + noise + text[cut:], "\n".join(text.splitlines()[1::2])):
+        with contextlib.suppress(ParseError):
+            PARSERS[tool](variant)
