@@ -176,20 +176,28 @@ def parse_nft_json(text: str) -> list[dict[str, Any]]:
 def parse_ip_addr_json(text: str) -> dict[str, tuple[str, ...]]:
     """`ip -j addr show`: interface -> its IPv4/IPv6 CIDRs (link-local IPv6 left out)."""
     items = _json_list(text, "ip -j addr")
-    return {
-        str(link.get("ifname")): tuple(
-            f"{a['local']}/{a['prefixlen']}" for a in link.get("addr_info", [])
-            if isinstance(a, dict) and "local" in a and a.get("scope") != "link")
-        for link in items if isinstance(link, dict) and "ifname" in link
-    }
+    result: dict[str, tuple[str, ...]] = {}
+    for link in items:
+        if not isinstance(link, dict) or not isinstance(link.get("ifname"), str):
+            raise ParseError("ip -j addr", 1, "an entry without 'ifname'")
+        infos = link.get("addr_info", [])
+        result[link["ifname"]] = tuple(
+            f"{a['local']}/{a['prefixlen']}" for a in infos if isinstance(infos, list)
+            and isinstance(a, dict) and isinstance(a.get("local"), str) and isinstance(a.get("prefixlen"), int)
+            and a.get("scope") != "link")
+    return result
 
 
 def parse_ip_route_json(text: str) -> tuple[Route, ...]:
     """`ip -j route show table all` (IPv4): dst, device, gateway, table."""
-    return tuple(
-        Route(dst=str(r["dst"]), dev=r.get("dev"), gateway=r.get("gateway"), table=str(r.get("table", "main")))
-        for r in _json_list(text, "ip -j route") if isinstance(r, dict) and "dst" in r
-    )
+    routes = []
+    for r in _json_list(text, "ip -j route"):
+        if not isinstance(r, dict) or not isinstance(r.get("dst"), str):
+            raise ParseError("ip -j route", 1, "an entry without 'dst'")
+        dev, gateway = r.get("dev"), r.get("gateway")
+        routes.append(Route(dst=r["dst"], dev=dev if isinstance(dev, str) else None,
+                            gateway=gateway if isinstance(gateway, str) else None, table=str(r.get("table", "main"))))
+    return tuple(routes)
 
 
 def _json_list(text: str, tool: str) -> list[Any]:
