@@ -144,3 +144,28 @@ def test_sshd_allowing_passwords(lab: LabState) -> None:
     finally:
         config.write_text(original)
     assert only(findings, "GN-SSH-01") == {("GN-SSH-01", "gpu7", "sshd")}
+
+
+def test_a_duplicated_address(lab: LabState) -> None:
+    """gpu3 also claims gpu2's management address: gpu2's duplicate-address probe sees it."""
+    taken = lab.address_map["gpu2/eth0"].lab
+    run_in(LAB, "gpu3", "ip", "addr", "add", taken, "dev", "eth0")
+    try:
+        _, findings = doctor("gpu2", "--peers")
+    finally:
+        run_in(LAB, "gpu3", "ip", "addr", "del", taken, "dev", "eth0")
+    failed = failures(findings)
+    assert ("GN-ADDR-03", "gpu2", f"gpu2 management {taken.split('/')[0]}") in failed
+    # the address answering from two hosts also confuses the peers' replies: only address checks and
+    # peer probes toward that address may fail with it
+    assert {c for c, _, _ in failed} <= {"GN-ADDR-03", "GN-PEER-01", "GN-MTU-02", "GN-FW-01"}
+
+
+def test_an_unreachable_gateway(lab: LabState) -> None:
+    subprocess.run(["ip", "link", "set", "dev", lab.host_if, "down"], check=True)
+    try:
+        _, findings = doctor("gpu6", "--peers")
+    finally:
+        subprocess.run(["ip", "link", "set", "dev", lab.host_if, "up"], check=True)
+    gateway = lab.host_address.split("/")[0]
+    assert only(findings, "GN-ROUTE-03") == {("GN-ROUTE-03", "gpu6", f"gateway management {gateway}")}

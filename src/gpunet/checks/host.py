@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from ipaddress import IPv4Interface
 
 from gpunet.checks.base import Context, FunctionCheck, Outcome, Verdict
@@ -16,6 +17,11 @@ RETRANS_WARN, RETRANS_FAIL = 0.001, 0.01  # retransmitted / sent segments
 MIN_SEGMENTS_PER_S = 50  # below this, too little traffic to judge a ratio
 
 
+HW_ERROR = re.compile(r"(err|drop|discard|crc|symbol|fcs|out_of_buffer)", re.IGNORECASE)
+IB_ERROR_COUNTERS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors",
+                     "local_link_integrity_errors", "excessive_buffer_overrun_errors")
+
+
 def counters(ctx: Context) -> list[Outcome]:
     if ctx.state.interval_s <= 0:
         return [Outcome("skip", evidence="one sample only (--interval 0): no rates")]
@@ -23,6 +29,8 @@ def counters(ctx: Context) -> list[Outcome]:
     result = []
     for name in names:
         rising = {c: ctx.state.rates.get(f"{name}/{c}", 0.0) for c in ERROR_COUNTERS}
+        rising |= {f"ethtool {k.split('/')[-1]}": v for k, v in ctx.state.rates.items()
+                   if k.startswith(f"{name}/ethtool/") and HW_ERROR.search(k.split("/")[-1])}
         rising = {c: r for c, r in rising.items() if r > 0}
         verdict: Verdict = "pass" if not rising else "fail" if max(rising.values()) >= 1 else "warn"
         observed = ", ".join(f"{c} +{r:.2f}/s" for c, r in rising.items()) or "no error or drop increase"
@@ -117,6 +125,21 @@ def infiniband(ctx: Context) -> list[Outcome]:
     return result
 
 
+def ib_counters(ctx: Context) -> list[Outcome]:
+    if not ctx.state.ib_ports:
+        return [Outcome("skip", evidence="no InfiniBand device (/sys/class/infiniband is empty)")]
+    if ctx.state.interval_s <= 0:
+        return [Outcome("skip", evidence="one sample only (--interval 0): no rates")]
+    result = []
+    for port in ctx.state.ib_ports:
+        where = f"{port.ca}/{port.port}"
+        rising = {c: ctx.state.rates.get(f"{where}/{c}", 0.0) for c in IB_ERROR_COUNTERS}
+        rising = {c: r for c, r in rising.items() if r > 0}
+        observed = ", ".join(f"{c} +{r:.2f}/s" for c, r in rising.items()) or "not rising"
+        result.append(Outcome("fail" if rising else "pass", where, observed, "0/s", f"over {ctx.state.interval_s:g} s"))
+    return result
+
+
 def nccl(ctx: Context) -> list[Outcome]:
     if ctx.node is None or ctx.plan is None:
         return [NO_PLAN]
@@ -163,6 +186,9 @@ HOST_CHECKS = [
                   "check denials for the plan's ports; allow them in the policy", security_modules),
     FunctionCheck("GN-IB-01", "infiniband", "InfiniBand ports Active/LinkUp at the planned rate",
                   "ibstat {subject}; check the cable and the subnet manager (sminfo)", infiniband),
+    FunctionCheck("GN-IB-02", "infiniband", "InfiniBand symbol errors and link downs not rising",
+                  "perfquery -x for {subject}; reseat or replace the cable; check the switch port (ibportstate)",
+                  ib_counters),
     FunctionCheck("GN-NCCL-01", "nccl", "NCCL environment as planned",
                   "export {subject}={expected} (gpunet render --target nccl)", nccl),
     FunctionCheck("GN-ADDR-02", "address", "management gateway inside its subnet",

@@ -31,6 +31,14 @@ def firewall_ports(ctx: Context) -> list[Outcome]:
     return _outcomes(ctx, "tcp", "open or refused (not dropped)")
 
 
+def gateway_reachable(ctx: Context) -> list[Outcome]:
+    return _outcomes(ctx, "gateway", "the management gateway replies")
+
+
+def duplicate_address(ctx: Context) -> list[Outcome]:
+    return _outcomes(ctx, "dad", "no other host answers ARP for this address")
+
+
 class PeerCheck(FunctionCheck):
     """Peer findings name the peer as the node at fault where the probe points at its side."""
 
@@ -45,6 +53,11 @@ PEER_CHECKS = [
                   "ping -I <source> {subject}; check link, address and routes on both ends", peer_reachable),
     FunctionCheck("GN-MTU-02", "mtu", "path MTU to every peer is the plane MTU",
                   "ping -M do -s <MTU-28> {subject}; find the link with a smaller MTU (switch ports too)", path_mtu),
+    FunctionCheck("GN-ROUTE-03", "route", "the management gateway answers",
+                  "ping {subject}; check the gateway and the management plane's uplink", gateway_reachable),
+    FunctionCheck("GN-ADDR-03", "address", "no other host uses this node's addresses",
+                  "arping -D -I <interface> <address>: find the other host by the MAC it answers with",
+                  duplicate_address),
     PeerCheck("GN-FW-01", "firewall", "the ports the plan needs are not dropped",
               "on the peer: nft list ruleset; allow {subject} (gpunet render --target nftables)", firewall_ports),
 ]

@@ -98,6 +98,24 @@ class InterfaceState(Frozen):
     statistics: dict[str, int] = Field(default_factory=dict)
 
 
+class NicInfo(Frozen):
+    """`ethtool -i` and `ethtool -S` of one physical NIC."""
+
+    driver: str
+    version: str | None = None
+    firmware: str | None = None
+    bus_info: str | None = None
+    stats: dict[str, int] = Field(default_factory=dict)
+
+
+class FirewallState(Frozen):
+    """What filters this node's traffic: nftables tables, firewalld, iptables rules."""
+
+    nft_tables: tuple[str, ...] = ()  # "inet gpunet", "ip filter", ...
+    firewalld: str | None = None  # running | not running; None: not installed
+    iptables_rules: int | None = None  # rules in iptables-save; None: not installed
+
+
 class Route(Frozen):
     dst: str  # "default" or a prefix
     dev: str | None = None
@@ -118,6 +136,9 @@ class NodeState(Frozen):
     snmp: SnmpCounters | None = None
     sysctls: dict[str, str] = Field(default_factory=dict)
     resolved: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # hostname -> addresses
+    nics: dict[str, NicInfo] = Field(default_factory=dict)  # physical NICs only
+    firewall: FirewallState = FirewallState()
+    gpus: tuple[str, ...] | None = None  # NVML device names; None: no NVML on this node
     sshd: dict[str, str] | None = None  # `sshd -T`: effective settings, lower-case keys
     selinux: str | None = None  # enforcing | permissive | disabled; None: not present
     apparmor: bool | None = None

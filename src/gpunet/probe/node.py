@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from gpunet.errors import GpunetError
-from gpunet.model.state import BondState, InterfaceState, NodeState, SnmpCounters
+from gpunet.model.state import BondState, IbPort, InterfaceState, NicInfo, NodeState, SnmpCounters
 from gpunet.probe import parsers
+from gpunet.probe.extras import read_firewall, read_gpus, read_nics
 from gpunet.probe.sysfs import read_ib_ports, read_interfaces
 from gpunet.runner import CommandRunner, run_local
 
@@ -29,19 +30,24 @@ def probe_node(
     interval: float = 2.0, clock: Callable[[float], None] = time.sleep,
 ) -> NodeState:
     problems: list[str] = []
-    first_ifs, first_snmp = read_interfaces(root), _snmp(root, problems)
+    first_ifs, first_snmp, first_ib = read_interfaces(root), _snmp(root, problems), read_ib_ports(root)
+    first_nics = read_nics(run, first_ifs, problems)
     if interval > 0:
         clock(interval)
-    interfaces, snmp = read_interfaces(root), _snmp(root, problems)
+    interfaces, snmp, ib_ports = read_interfaces(root), _snmp(root, []), read_ib_ports(root)
+    nics = read_nics(run, interfaces, [])
     return NodeState(
         hostname=_hostname(root), interfaces=tuple(interfaces),
         addresses=_parsed(run, ["ip", "-j", "addr", "show"], parsers.parse_ip_addr_json, problems) or {},
         routes=_parsed(run, ["ip", "-4", "-j", "route", "show", "table", "all"], parsers.parse_ip_route_json,
                        problems) or (),
-        bonds=tuple(_bonds(root, problems)), ib_ports=tuple(read_ib_ports(root)), snmp=snmp,
+        bonds=tuple(_bonds(root, problems)), ib_ports=tuple(ib_ports), snmp=snmp, nics=nics,
+        firewall=read_firewall(run, problems), gpus=read_gpus(problems),
         sysctls=_sysctls(root), resolved=_resolve(hostnames), sshd=_sshd(run, problems),
         selinux=_selinux(root), apparmor=_apparmor(root), nccl_env=_nccl_env(root),
-        interval_s=interval, rates=_rates(first_ifs, interfaces, first_snmp, snmp, interval),
+        interval_s=interval,
+        rates=_rates(first_ifs, interfaces, first_snmp, snmp, interval)
+        | _counter_rates(first_ib, ib_ports, first_nics, nics, interval),
         problems=tuple(problems),
     )
 
@@ -134,6 +140,29 @@ def _apparmor(root: Path) -> bool | None:
 def _nccl_env(root: Path) -> dict[str, str] | None:
     path = root / NCCL_ENV
     return parsers.parse_env_file(path.read_text()) if path.exists() else None
+
+
+def _counter_rates(
+    ib_before: list[IbPort], ib_after: list[IbPort], nics_before: dict[str, NicInfo], nics_after: dict[str, NicInfo],
+    interval: float,
+) -> dict[str, float]:
+    """Per-second increase of InfiniBand port counters ("mlx5_0/1/symbol_error") and of NIC
+    hardware counters ("ens1f0/ethtool/rx_crc_errors_phy")."""
+    if interval <= 0:
+        return {}
+    rates = {}
+    old_ports = {(p.ca, p.port): p.counters for p in ib_before}
+    for port in ib_after:
+        for key, value in port.counters.items():
+            old = old_ports.get((port.ca, port.port), {}).get(key)
+            if old is not None:
+                rates[f"{port.ca}/{port.port}/{key}"] = (value - old) / interval
+    for name, nic in nics_after.items():
+        for key, value in nic.stats.items():
+            old = nics_before.get(name, nic).stats.get(key)
+            if old is not None:
+                rates[f"{name}/ethtool/{key}"] = (value - old) / interval
+    return rates
 
 
 def _rates(

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from gpunet.errors import ParseError
-from gpunet.model.state import BondSlave, BondState, EthtoolLink, IbCa, IbPort, Route, SnmpCounters
+from gpunet.model.state import BondSlave, BondState, EthtoolLink, IbCa, IbPort, NicInfo, Route, SnmpCounters
 
 STAT_LINE = re.compile(r"^\s*([^:\s][^:]*?):\s+(-?\d+)\s*$")
 
@@ -231,3 +231,12 @@ def parse_env_file(text: str) -> dict[str, str]:
         if sep and name.isidentifier() and not line.startswith("#"):
             values[name] = value.strip().strip('"').strip("'")
     return values
+
+
+def parse_ethtool_driver(text: str) -> NicInfo:
+    """`ethtool -i DEV`: driver, version, firmware-version, bus-info."""
+    fields = _colon_fields(text)
+    if not fields.get("driver"):
+        raise ParseError("ethtool -i", 1, "no 'driver:' line")
+    return NicInfo(driver=fields["driver"], version=fields.get("version") or None,
+                   firmware=fields.get("firmware-version") or None, bus_info=fields.get("bus-info") or None)

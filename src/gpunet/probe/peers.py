@@ -35,9 +35,14 @@ class PeerResult:
 
 
 def plan_probes(plan: Plan, node: Node) -> list[PeerProbe]:
-    """Every peer on every plane this node shares with it, from this node's address there."""
+    """Every peer on every plane this node shares with it, from this node's address there; the
+    management gateway; and a duplicate-address probe of each of this node's addresses."""
     mine: dict[str, Interface] = {i.plane: i for i in node.interfaces if i.address and i.plane != "oob"}
-    probes: list[PeerProbe] = []
+    probes: list[PeerProbe] = [PeerProbe("dad", node.name, i.plane, i.name, _ip(i))
+                               for i in node.interfaces if i.address and i.plane != "oob" and i.master is None]
+    gateway = next((p.gateway for p in plan.planes if p.name == "management"), None)
+    if gateway and "management" in mine:
+        probes.append(PeerProbe("gateway", "gateway", "management", _ip(mine["management"]), gateway))
     for peer in (n for n in plan.nodes if n.name != node.name):
         for theirs in (i for i in peer.interfaces if i.address and i.plane in mine):
             probes += _probes_to(peer, mine[theirs.plane], theirs)
@@ -67,11 +72,23 @@ def run_probes(probes: list[PeerProbe], run: CommandRunner = run_local, timeout:
 def _run_one(probe: PeerProbe, run: CommandRunner, timeout: float) -> PeerResult:
     if probe.kind == "tcp":
         return _connect(probe, timeout)
+    if probe.kind == "dad":
+        return _duplicate(probe, run, timeout)
     size = ["-M", "do", "-s", str(probe.size)] if probe.kind == "pmtu" else []
     done = run(["ping", "-n", "-q", "-c", "1", "-W", str(max(1, round(timeout))), "-I", probe.source, *size,
                 probe.target], check=False, timeout=timeout + 5)
     detail = (done.stdout + done.stderr).strip().splitlines()
     return PeerResult(probe, done.returncode == 0, detail[-1] if detail else "")
+
+
+def _duplicate(probe: PeerProbe, run: CommandRunner, timeout: float) -> PeerResult:
+    """arping -D: duplicate address detection on the link (source is the interface here)."""
+    done = run(["arping", "-D", "-c", "2", "-w", str(max(2, round(timeout))), "-I", probe.source, probe.target],
+               check=False, timeout=timeout + 5)
+    if done.returncode == 127 or "not found" in done.stderr:
+        return PeerResult(probe, True, "arping not installed: not checked")
+    replies = [line for line in done.stdout.splitlines() if line.startswith("Unicast reply")]
+    return PeerResult(probe, done.returncode == 0, replies[0] if replies else "no other host answers for it")
 
 
 def _connect(probe: PeerProbe, timeout: float) -> PeerResult:
