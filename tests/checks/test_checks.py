@@ -92,3 +92,9 @@ def test_no_check_raises_on_an_empty_state() -> None:
 def test_check_ids_are_stable_and_unique() -> None:
     assert all(cid.startswith("GN-") for cid in CHECKS)
     assert len(CHECKS) >= 19
+
+
+def test_half_duplex_fails_the_speed_check() -> None:
+    state = healthy()
+    half = tuple(i.model_copy(update={"duplex": "half"}) if i.name == "ens1f0" else i for i in state.interfaces)
+    assert failed(healthy(interfaces=half)) == {("GN-LINK-02", "ens1f0")}

@@ -43,9 +43,9 @@ def speed(ctx: Context) -> list[Outcome]:
         elif state.virtual:
             result.append(Outcome("skip", iface.name, evidence=f"virtual interface: {state.speed_mbps} Mb/s is "
                                                                "nominal (a lab veth), not a negotiated speed"))
-        elif state.speed_mbps < wanted:
-            result.append(Outcome("fail", iface.name, f"{state.speed_mbps} Mb/s", f"{wanted} Mb/s",
-                                  f"duplex {state.duplex}"))
+        elif state.speed_mbps < wanted or state.duplex == "half":
+            result.append(Outcome("fail", iface.name, f"{state.speed_mbps} Mb/s {state.duplex} duplex",
+                                  f"{wanted} Mb/s full duplex", "/sys/class/net/<if>/{speed,duplex}"))
         else:
             result.append(Outcome("pass", iface.name, f"{state.speed_mbps} Mb/s", f"{wanted} Mb/s"))
     return result

@@ -13,6 +13,7 @@ from gpunet.model.plan import Interface, Node, Plan
 from gpunet.runner import CommandRunner, run_local
 
 NCCL_PROBE_PORT = 45871  # an ephemeral-range port nothing listens on: NCCL/MPI's kind of port
+NFS_PORT = 2049
 ICMP_IP_HEADERS = 28
 
 
@@ -53,7 +54,9 @@ def _probes_to(peer: Node, mine: Interface, theirs: Interface) -> list[PeerProbe
     source, target = _ip(mine), _ip(theirs)
     probes = [PeerProbe("ping", peer.name, theirs.plane, source, target),
               PeerProbe("pmtu", peer.name, theirs.plane, source, target, size=mine.mtu - ICMP_IP_HEADERS)]
-    port = 22 if theirs.plane == "management" else NCCL_PROBE_PORT if theirs.plane == "compute" else 0
+    port = {"management": 22, "compute": NCCL_PROBE_PORT}.get(theirs.plane, 0)
+    if theirs.plane == "storage" and peer.role == "storage":
+        port = NFS_PORT  # clients must reach the storage servers' protocol port
     if port:
         probes.append(PeerProbe("tcp", peer.name, theirs.plane, source, target, port=port))
     return probes
