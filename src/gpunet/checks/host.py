@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from ipaddress import IPv4Interface
+from ipaddress import IPv4Address, IPv4Network
 
 from gpunet.checks.base import Context, FunctionCheck, Outcome, Verdict
 from gpunet.checks.links import NO_PLAN
@@ -164,8 +164,7 @@ def addresses_in_subnet(ctx: Context) -> list[Outcome]:
     mgmt = next((p for p in ctx.plan.planes if p.name == "management"), None)
     if mgmt is None or mgmt.gateway is None:
         return [Outcome("skip", evidence="no management gateway in the plan")]
-    inside = IPv4Interface(f"{mgmt.gateway}/32").ip in IPv4Interface(f"{mgmt.subnet.split('/')[0]}/"
-                                                                     f"{mgmt.subnet.split('/')[1]}").network
+    inside = IPv4Address(mgmt.gateway) in IPv4Network(mgmt.subnet)
     return [Outcome("pass" if inside else "fail", "gateway", mgmt.gateway, f"inside {mgmt.subnet}")]
 
 
