@@ -100,6 +100,12 @@ def probe(interval: float, run: CommandRunner = run_local, root: Path = Path("/"
     return probe_node(run, root, (), interval)
 
 
+def management_addresses(source: Path) -> dict[str, str]:
+    """node -> management address (what fleet tools connect to)."""
+    return {n.name: i.address.split("/")[0] for n in load_plan(source).nodes for i in n.interfaces
+            if i.plane == "management" and i.address}
+
+
 def write_plan(plan: Plan, out_dir: Path) -> list[str]:
     """Write plan.json and the CSV/Markdown views; returns the files that changed."""
     return write_files(out_dir, {name: render(plan) for name, render in PLAN_FILES.items()})

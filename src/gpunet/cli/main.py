@@ -11,7 +11,7 @@ from rich import box
 from rich.table import Table
 
 from gpunet import __version__, api
-from gpunet.cli import doctor, lab
+from gpunet.cli import doctor, fleet, lab
 from gpunet.cli.console import stderr, stdout
 from gpunet.cli.errors import EXIT_BAD_INPUT, handles_errors
 from gpunet.model.plan import Plan
@@ -24,6 +24,7 @@ app = typer.Typer(
     help="Design, render, emulate, check, benchmark and monitor a GPU cluster's network.",
 )
 app.add_typer(lab.app, name="lab")
+app.add_typer(fleet.app, name="fleet")
 app.command(name="doctor")(doctor.doctor)
 app.command(name="probe")(doctor.probe)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]

@@ -1,0 +1,76 @@
+"""`gpunet fleet run`: one command on many nodes, identical outputs folded (like clush -b)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from ClusterShell.NodeSet import NodeSet, NodeSetException
+
+from gpunet import api
+from gpunet.cli.console import stdout
+from gpunet.cli.errors import EXIT_BAD_INPUT, EXIT_CHECKS_FAILED, handles_errors
+from gpunet.fleet import ClusterShellRunner, FleetResult, lab_runner
+from gpunet.lab.state import lab_dir, read_state
+
+app = typer.Typer(help="Run commands on many nodes through ClusterShell.", no_args_is_help=True)
+
+
+@app.command(name="run")
+@handles_errors
+def run_(
+    nodes: Annotated[str, typer.Argument(help="NodeSet: gpu[001-032],login01.")],
+    command: Annotated[list[str], typer.Argument(help="Command and arguments (after --).")],
+    lab: Annotated[str | None, typer.Option("--lab", help="Run in this lab's servers (ip netns exec).")] = None,
+    ssh_lab: Annotated[str | None, typer.Option(
+        "--ssh-lab", help="SSH to this lab's servers with the lab key (the real SSH path).")] = None,
+    plan: Annotated[Path | None, typer.Option("--plan", help="Connect to each node's management address.")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="SSH user.")] = None,
+    key: Annotated[Path | None, typer.Option("--key", help="SSH private key.")] = None,
+    fanout: Annotated[int, typer.Option(help="Connections at once.")] = 64,
+    timeout: Annotated[float, typer.Option(help="Seconds per command.")] = 600,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Run CMD on NODESET; prints each distinct outcome once with the folded node names."""
+    try:
+        wanted = NodeSet(nodes)
+    except NodeSetException as exc:
+        stdout.print(f"[red]error[/red] bad NodeSet {nodes!r}: {exc}")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    runner = _runner(lab, ssh_lab, plan, user, key, fanout, timeout)
+    result = runner.run(command, wanted)
+    _print(result, as_json)
+    if result.failed:
+        raise typer.Exit(EXIT_CHECKS_FAILED)
+
+
+def _runner(lab: str | None, ssh_lab: str | None, plan: Path | None, user: str | None, key: Path | None,
+            fanout: int, timeout: float) -> ClusterShellRunner:
+    if lab:
+        return lab_runner(lab, str(lab_dir(lab) / "uts"), timeout)
+    if ssh_lab:
+        state = read_state(ssh_lab)
+        addresses = state.mgmt_addresses if state else {}
+        return ClusterShellRunner(user="root", key=str(lab_dir(ssh_lab) / "id_ed25519"), addresses=addresses,
+                                  ssh_options=("-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                                               "-o", "LogLevel=ERROR"), fanout=fanout, command_timeout=timeout)
+    addresses = api.management_addresses(plan) if plan else {}
+    return ClusterShellRunner(user=user, key=str(key) if key else None, addresses=addresses, fanout=fanout,
+                              command_timeout=timeout)
+
+
+def _print(result: FleetResult, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"command": result.command, "groups": [
+            {"nodes": nodes, **outcome.model_dump(exclude={"node", "duration_s"})} for nodes, outcome in result.groups()
+        ]}, indent=1))
+        return
+    for nodes, outcome in result.groups():
+        status = "ok" if outcome.rc == 0 else outcome.error or f"exit {outcome.rc}"
+        colour = "green" if outcome.rc == 0 else "red"
+        stdout.print(f"---------------\n[bold]{nodes}[/bold] ([{colour}]{status}[/{colour}])\n---------------")
+        text = (outcome.stdout + ("\n" + outcome.stderr if outcome.stderr else "")).rstrip()
+        if text:
+            stdout.print(text, markup=False, highlight=False)
