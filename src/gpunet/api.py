@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import shlex
 import socket
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ClusterShell.NodeSet import NodeSet, NodeSetException
 
+from gpunet.bench import bench_nodes, pattern_rounds
+from gpunet.bench.run import BenchSetup, run_rounds
+from gpunet.bench.store import Measurement, save_run
 from gpunet.checks import Context, Finding, run_checks
 from gpunet.design import design
 from gpunet.errors import DesignError, SpecError, UsageError
+from gpunet.lab.build import node_argv, plan_digest
+from gpunet.lab.state import lab_dir, read_state
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Node, Plan
 from gpunet.model.spec import Spec
@@ -100,10 +107,42 @@ def probe(interval: float, run: CommandRunner = run_local, root: Path = Path("/"
     return probe_node(run, root, (), interval)
 
 
+def bench(
+    *, plan_source: Path | None, lab: str | None, pattern: str, plane: str, nodes: str | None, seconds: int,
+    db: Path, progress: Callable[[int, int], None] = lambda d, n: None,
+) -> tuple[int, list[Measurement]]:
+    """iperf3 over a pattern of pairs, each against the Plan's expectation; stored in db."""
+    if lab is not None:
+        state = read_state(lab)
+        if state is None:
+            raise UsageError(f"no lab {lab!r}; `gpunet lab up` builds one")
+        plan = read_plan(lab_dir(lab) / "plan.json")
+        setup = BenchSetup(plan=plan, on_node=lambda n, c: node_argv(lab, n, c), plane=plane, seconds=seconds,
+                           scale=state.scale_mbit_per_gbit)
+    else:
+        plan = load_plan(plan_source)
+        setup = BenchSetup(plan=plan, on_node=_ssh_on(management_addresses_of(plan)), plane=plane, seconds=seconds)
+    rounds = pattern_rounds(plan, plane, pattern, bench_nodes(plan, plane, nodes))
+    results = run_rounds(setup, rounds, progress)
+    run_id = save_run(db, plan_hash=plan_digest(plan), tool="iperf3", pattern=pattern,
+                      arguments=f"plane={plane} seconds={seconds} nodes={nodes or 'all'}", measurements=results)
+    return run_id, results
+
+
+def _ssh_on(addresses: dict[str, str]) -> Callable[[str, Sequence[str]], list[str]]:
+    def argv(node: str, command: Sequence[str]) -> list[str]:
+        return ["ssh", "-o", "BatchMode=yes", addresses.get(node, node), shlex.join(command)]
+    return argv
+
+
+def management_addresses_of(plan: Plan) -> dict[str, str]:
+    return {n.name: i.address.split("/")[0] for n in plan.nodes for i in n.interfaces
+            if i.plane == "management" and i.address}
+
+
 def management_addresses(source: Path) -> dict[str, str]:
     """node -> management address (what fleet tools connect to)."""
-    return {n.name: i.address.split("/")[0] for n in load_plan(source).nodes for i in n.interfaces
-            if i.plane == "management" and i.address}
+    return management_addresses_of(load_plan(source))
 
 
 def write_plan(plan: Plan, out_dir: Path) -> list[str]:

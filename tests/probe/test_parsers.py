@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from gpunet.bench.iperf3 import parse_iperf3_json
 from gpunet.errors import ParseError
 from gpunet.probe.parsers import (
     parse_ethtool_link,
@@ -41,6 +42,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "ip_addr_json": parse_ip_addr_json,
     "ip_route_json": parse_ip_route_json,
     "sshd_t": parse_sshd_t,
+    "iperf3_json": parse_iperf3_json,
 }
 
 

@@ -11,7 +11,7 @@ from rich import box
 from rich.table import Table
 
 from gpunet import __version__, api
-from gpunet.cli import doctor, fleet, lab
+from gpunet.cli import bench, doctor, fleet, lab
 from gpunet.cli.console import stderr, stdout
 from gpunet.cli.errors import EXIT_BAD_INPUT, handles_errors
 from gpunet.model.plan import Plan
@@ -25,6 +25,7 @@ app = typer.Typer(
 )
 app.add_typer(lab.app, name="lab")
 app.add_typer(fleet.app, name="fleet")
+app.add_typer(bench.app, name="bench")
 app.command(name="doctor")(doctor.doctor)
 app.command(name="probe")(doctor.probe)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]

@@ -1,0 +1,67 @@
+"""iperf3 -J: the result of one measurement, parsed (a pure function), and run between two
+servers with a one-off server (-1) so nothing lingers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpunet.errors import ParseError
+from gpunet.model.base import Frozen
+
+
+class Iperf3Result(Frozen):
+    """Receiver-side goodput (what arrived), sender retransmissions, and the test's shape."""
+
+    received_gbps: float
+    sent_gbps: float
+    retransmits: int | None  # None: not reported (UDP, or a platform without TCP_INFO)
+    seconds: float
+    streams: int
+    reverse: bool
+    bidir_received_gbps: float | None = None  # the reverse direction of a --bidir test
+    error: str | None = None  # iperf3's own error ("unable to connect ..."): the run failed
+
+
+def parse_iperf3_json(text: str) -> Iperf3Result:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError("iperf3 -J", exc.lineno, exc.msg) from None
+    if not isinstance(data, dict) or not isinstance(data.get("end"), dict):
+        raise ParseError("iperf3 -J", 1, "no 'end' object")
+    if data.get("error"):
+        return Iperf3Result(received_gbps=0, sent_gbps=0, retransmits=None, seconds=0, streams=0,
+                            reverse=False, error=str(data["error"]))
+    return _result(data)
+
+
+def _result(data: dict[str, Any]) -> Iperf3Result:
+    start = data.get("start")
+    test = start.get("test_start", {}) if isinstance(start, dict) else {}
+    end = data["end"]
+    test = test if isinstance(test, dict) else {}
+    sent, received = _sum(end, "sum_sent"), _sum(end, "sum_received")
+    bidir = end.get("sum_received_bidir_reverse")
+    return Iperf3Result(
+        received_gbps=_gbps(received), sent_gbps=_gbps(sent),
+        retransmits=sent.get("retransmits") if isinstance(sent.get("retransmits"), int) else None,
+        seconds=_number(received.get("seconds")), streams=int(_number(test.get("num_streams")) or 1),
+        reverse=bool(test.get("reverse", 0)),
+        bidir_received_gbps=_gbps(bidir) if isinstance(bidir, dict) else None,
+    )
+
+
+def _sum(end: dict[str, Any], key: str) -> dict[str, Any]:
+    value = end.get(key, end.get("sum"))
+    if not isinstance(value, dict) or not isinstance(value.get("bits_per_second"), int | float):
+        raise ParseError("iperf3 -J", 1, f"no end.{key}.bits_per_second")
+    return value
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _gbps(section: dict[str, Any]) -> float:
+    return round(float(section["bits_per_second"]) / 1e9, 6)
