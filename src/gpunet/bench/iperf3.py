@@ -3,11 +3,11 @@ servers with a one-off server (-1) so nothing lingers."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from gpunet.errors import ParseError
 from gpunet.model.base import Frozen
+from gpunet.probe.parsers import load_json
 
 
 class Iperf3Result(Frozen):
@@ -24,10 +24,7 @@ class Iperf3Result(Frozen):
 
 
 def parse_iperf3_json(text: str) -> Iperf3Result:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError("iperf3 -J", exc.lineno, exc.msg) from None
+    data = load_json(text, "iperf3 -J")
     if not isinstance(data, dict) or not isinstance(data.get("end"), dict):
         raise ParseError("iperf3 -J", 1, "no 'end' object")
     if data.get("error"):

@@ -53,7 +53,7 @@ def retransmissions(ctx: Context) -> list[Outcome]:
 def tcp_buffers(ctx: Context) -> list[Outcome]:
     if ctx.node is None or ctx.plan is None:
         return [NO_PLAN]
-    wanted = tcp_buffer_max(fastest_tcp_gbps(ctx.plan, ctx.node))
+    wanted = tcp_buffer_max(fastest_tcp_gbps(ctx.node))
     result = []
     for key in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
         value = ctx.state.sysctls.get(key)

@@ -82,7 +82,7 @@ def build_blueprint(plan: Plan, lab_id: str, slot: int, scale: float = DEFAULT_S
         host_address=host_addr, mgmt_subnet=addressing[mgmt].lab_subnet,
         address_map={f"{n}/{i}": AddressPair(plan=_plan_address(plan, n, i), lab=str(a))
                      for (n, i), a in lab_addr.items()},
-        mgmt_addresses={n: str(a.ip) for (n, _), a in lab_addr.items() if _plane_of(plan, n, a, addressing) == mgmt},
+        mgmt_addresses={n: str(a.ip) for (n, _), a in lab_addr.items() if a.ip in addressing[mgmt].lab_subnet},
         hosts_file=_hosts_file(plan, lab_addr), notes=_notes(plan, addressing),
         lab_plan=lab_view(plan, addressing, lab_addr),
     )
@@ -103,10 +103,6 @@ def lab_view(plan: Plan, addressing: dict[str, PlaneAddressing], lab_addr: LabAd
                              "address6": None})
         for i in n.interfaces)}) for n in plan.nodes)
     return plan.model_copy(update={"planes": planes, "nodes": nodes})
-
-
-def _plane_of(plan: Plan, node: str, address: IPv4Interface, addressing: dict[str, PlaneAddressing]) -> str:
-    return next(name for name, a in addressing.items() if address in a.lab_subnet)
 
 
 def _port_commands(namespaces: list[Namespace], veths: list[Veth]) -> None:

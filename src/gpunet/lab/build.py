@@ -205,10 +205,10 @@ def _sshd(bp: Blueprint, run: CommandRunner) -> None:
     for ns in bp.namespaces:
         if ns.kind == "server" and ns.device in bp.mgmt_addresses:
             start_sshd(lab_dir(bp.lab_id), ns.device, bp.mgmt_addresses[ns.device], etc=ETC_NETNS / ns.name,
-                       prefix=node_argv_for(bp.lab_id, ns.device, ns.name, []), run=run)
+                       prefix=node_argv_for(bp.lab_id, ns.name, []), run=run)
 
 
-def node_argv_for(lab_id: str, node: str, namespace: str, command: Sequence[str]) -> list[str]:
+def node_argv_for(lab_id: str, namespace: str, command: Sequence[str]) -> list[str]:
     uts = lab_dir(lab_id) / "uts" / namespace
     return ["nsenter", f"--uts={uts}", "ip", "netns", "exec", namespace, *command]
 
@@ -218,7 +218,7 @@ def node_argv(lab_id: str, node: str, command: Sequence[str]) -> list[str]:
     state = _require(lab_id)
     if node not in state.servers:
         raise LabUsageError(f"no server {node!r} in lab {lab_id}; servers: {', '.join(sorted(state.servers))}")
-    return node_argv_for(lab_id, node, state.servers[node], command)
+    return node_argv_for(lab_id, state.servers[node], command)
 
 
 def lab_exec(lab_id: str, node: str, command: Sequence[str], run: CommandRunner = run_local,

@@ -162,12 +162,17 @@ def _snmp_pair(header: str, values: str, line: int, tool: str) -> dict[str, dict
     return {group: dict(zip(keys, map(int, counts), strict=True))}
 
 
+def load_json(text: str, tool: str) -> Any:
+    """JSON output of a tool, or ParseError(tool, line) where it is not JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ParseError(tool, exc.lineno, exc.msg) from None
+
+
 def parse_nft_json(text: str) -> list[dict[str, Any]]:
     """`nft -j list ruleset`: the list of objects (tables, chains, rules) under "nftables"."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError("nft -j", exc.lineno, exc.msg) from None
+    data = load_json(text, "nft -j")
     if not isinstance(data, dict) or not isinstance(data.get("nftables"), list):
         raise ParseError("nft -j", 1, "no top-level 'nftables' list")
     return [item for item in data["nftables"] if isinstance(item, dict) and "metainfo" not in item]
@@ -201,10 +206,7 @@ def parse_ip_route_json(text: str) -> tuple[Route, ...]:
 
 
 def _json_list(text: str, tool: str) -> list[Any]:
-    try:
-        data = json.loads(text or "[]")
-    except json.JSONDecodeError as exc:
-        raise ParseError(tool, exc.lineno, exc.msg) from None
+    data = load_json(text or "[]", tool)
     if not isinstance(data, list):
         raise ParseError(tool, 1, "expected a JSON list")
     return data

@@ -65,7 +65,7 @@ def ip_only(iface: Interface) -> str:
     return iface.address.split("/")[0]
 
 
-def fastest_tcp_gbps(plan: Plan, node: Node) -> int:
+def fastest_tcp_gbps(node: Node) -> int:
     """Bandwidth of the node's fastest IP interface (RDMA does not go through TCP buffers)."""
     speeds = [i.speed_gbps for i in addressed(node)]
     return max(speeds, default=1)

@@ -22,7 +22,7 @@ def tcp_buffer_max(gbps: int, rtt_s: float = PLANNING_RTT_S) -> int:
 
 
 def render_sysctl_net(plan: Plan, node: Node) -> str:
-    gbps = fastest_tcp_gbps(plan, node)
+    gbps = fastest_tcp_gbps(node)
     top = tcp_buffer_max(gbps)
     bdp_mb = gbps * 1e9 / 8 * PLANNING_RTT_S / 2**20
     return header("sysctl, network namespace keys") + f"""\
@@ -54,7 +54,7 @@ net.ipv4.conf.default.rp_filter = 2
 
 
 def render_sysctl_host(plan: Plan, node: Node) -> str:
-    top = tcp_buffer_max(fastest_tcp_gbps(plan, node))
+    top = tcp_buffer_max(fastest_tcp_gbps(node))
     return header("sysctl, host-wide keys") + f"""\
 # Ceiling for buffers applications ask for (iperf3 -w, NCCL's socket transport): 2 x BDP as
 # in 90-gpunet-net.conf. Only the host's own network namespace may set these.
