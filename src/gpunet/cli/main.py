@@ -11,7 +11,7 @@ from rich import box
 from rich.table import Table
 
 from gpunet import __version__, api
-from gpunet.cli import bench, doctor, fleet, lab
+from gpunet.cli import bench, doctor, exporter, fleet, lab
 from gpunet.cli.console import stderr, stdout
 from gpunet.cli.errors import EXIT_BAD_INPUT, handles_errors
 from gpunet.model.plan import Plan
@@ -28,6 +28,7 @@ app.add_typer(fleet.app, name="fleet")
 app.add_typer(bench.app, name="bench")
 app.command(name="doctor")(doctor.doctor)
 app.command(name="probe")(doctor.probe)
+app.command(name="exporter")(exporter.exporter)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 SpecArg = Annotated[Path, typer.Argument(help="Cluster spec (YAML).", show_default=False)]
 

@@ -30,18 +30,18 @@ def probe_node(
     interval: float = 2.0, clock: Callable[[float], None] = time.sleep,
 ) -> NodeState:
     problems: list[str] = []
-    first_ifs, first_snmp, first_ib = read_interfaces(root), _snmp(root, problems), read_ib_ports(root)
+    first_ifs, first_snmp, first_ib = read_interfaces(root), read_snmp(root, problems), read_ib_ports(root)
     first_nics = read_nics(run, first_ifs, problems)
     if interval > 0:
         clock(interval)
-    interfaces, snmp, ib_ports = read_interfaces(root), _snmp(root, []), read_ib_ports(root)
+    interfaces, snmp, ib_ports = read_interfaces(root), read_snmp(root, []), read_ib_ports(root)
     nics = read_nics(run, interfaces, [])
     return NodeState(
         hostname=_hostname(root), interfaces=tuple(interfaces),
         addresses=_parsed(run, ["ip", "-j", "addr", "show"], parsers.parse_ip_addr_json, problems) or {},
         routes=_parsed(run, ["ip", "-4", "-j", "route", "show", "table", "all"], parsers.parse_ip_route_json,
                        problems) or (),
-        bonds=tuple(_bonds(root, problems)), ib_ports=tuple(ib_ports), snmp=snmp, nics=nics,
+        bonds=tuple(read_bonds(root, problems)), ib_ports=tuple(ib_ports), snmp=snmp, nics=nics,
         firewall=read_firewall(run, problems), gpus=read_gpus(problems),
         sysctls=_sysctls(root), resolved=_resolve(hostnames), sshd=_sshd(run, problems),
         selinux=_selinux(root), apparmor=_apparmor(root), nccl_env=_nccl_env(root),
@@ -74,7 +74,7 @@ def _parsed_file(path: Path, parse: Callable[[str], T], problems: list[str]) -> 
         return None
 
 
-def _snmp(root: Path, problems: list[str]) -> SnmpCounters | None:
+def read_snmp(root: Path, problems: list[str]) -> SnmpCounters | None:
     groups: dict[str, dict[str, int]] = {}
     for name in ("snmp", "netstat"):
         path = root / "proc/net" / name
@@ -83,7 +83,7 @@ def _snmp(root: Path, problems: list[str]) -> SnmpCounters | None:
     return SnmpCounters(groups=groups) if groups else None
 
 
-def _bonds(root: Path, problems: list[str]) -> list[BondState]:
+def read_bonds(root: Path, problems: list[str]) -> list[BondState]:
     base = root / "proc/net/bonding"
     paths = sorted(base.iterdir()) if base.exists() else []
     parsed = [_parsed_file(p, parsers.parse_proc_bonding, problems) for p in paths]

@@ -1,0 +1,79 @@
+"""The Prometheus exporter: collectors that read a node at scrape time (docs/metrics.md), Plan drift,
+optional Pingmesh-style peer probes, served over HTTP(S) with the exporter-toolkit web config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from prometheus_client.registry import CollectorRegistry
+
+from gpunet.errors import UsageError
+from gpunet.model.plan import Node, Plan
+from gpunet.monitor.collectors import NodeView
+from gpunet.monitor.exporter import DEFAULT_TIMEOUT_S, GpunetCollector, node_collectors
+from gpunet.monitor.peers import PeerProber, ping_probes, system_ping
+from gpunet.probe.parsers import parse_ip_addr_json
+from gpunet.render.common import GPUNET_EXPORTER_PORT
+from gpunet.runner import run_local
+
+UNPLANNED_LISTEN = "127.0.0.1"  # without a Plan there is no management address to prefer: stay local
+
+
+@dataclass(frozen=True)
+class ExporterOptions:
+    plan: Plan | None = None
+    node: str | None = None
+    root: Path = Path("/")
+    include_virtual: bool = False
+    timeout: float = DEFAULT_TIMEOUT_S
+    probe_peers: bool = False
+    probe_interval: float = 10.0
+    probes_per_round: int = 32
+
+
+def planned_node(plan: Plan | None, name: str | None) -> Node | None:
+    if plan is None:
+        return None
+    found = next((n for n in plan.nodes if n.name == name), None)
+    if found is None:
+        raise UsageError(f"node {name!r} is not in the plan; pass --node with one of its nodes")
+    return found
+
+
+def live_addresses() -> dict[str, tuple[str, ...]]:
+    return parse_ip_addr_json(run_local(["ip", "-j", "addr", "show"], timeout=5).stdout)
+
+
+def build_registry(options: ExporterOptions) -> tuple[CollectorRegistry, PeerProber | None]:
+    """The registry to serve and, with probe_peers, the prober the caller starts (and stops)."""
+    node = planned_node(options.plan, options.node)
+    view = NodeView(root=options.root, planned=node.interfaces if node else (),
+                    include_virtual=options.include_virtual, addresses=live_addresses)
+    collectors = node_collectors(view, with_plan=node is not None)
+    prober = None
+    if options.probe_peers:
+        if options.plan is None or node is None:
+            raise UsageError("--probe-peers needs --plan (the peers come from it)")
+        prober = PeerProber(ping_probes(options.plan, node), system_ping(), options.probe_interval,
+                            options.probes_per_round)
+        collectors["peers"] = prober.collect
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(GpunetCollector(collectors, options.timeout))
+    return registry, prober
+
+
+def default_listen(plan: Plan | None, node: str | None) -> tuple[str, int]:
+    """The node's management address (exporters are scraped over the management plane), else loopback."""
+    found = planned_node(plan, node)
+    management = next((i.address for i in found.interfaces if i.plane == "management" and i.address), None) \
+        if found else None
+    return (management.split("/")[0] if management else UNPLANNED_LISTEN), GPUNET_EXPORTER_PORT
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """'ADDR:PORT', '[v6]:PORT' or ':PORT' (all addresses, said explicitly)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--listen {text!r}: expected ADDRESS:PORT, e.g. 10.0.0.5:{GPUNET_EXPORTER_PORT}")
+    return host.strip("[]") or "0.0.0.0", int(port)
