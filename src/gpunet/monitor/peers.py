@@ -47,7 +47,13 @@ class PeerStats:
 
 
 def ping_probes(plan: Plan, node: Node) -> list[PeerProbe]:
-    return [p for p in plan_probes(plan, node) if p.kind == "ping"]
+    """One ping per peer and shared plane (its first address there): on an 8-rail plane, eight
+    series per peer would multiply the exporter's cardinality for little more information."""
+    chosen: dict[tuple[str, str], PeerProbe] = {}
+    for probe in plan_probes(plan, node):
+        if probe.kind == "ping":
+            chosen.setdefault((probe.plane, probe.peer), probe)
+    return list(chosen.values())
 
 
 def system_ping(run: CommandRunner = run_local) -> Ping:

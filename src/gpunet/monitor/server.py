@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import logging
 import socket
 import ssl
+import sys
 import threading
 from base64 import b64decode
 from http.server import ThreadingHTTPServer
@@ -27,6 +29,7 @@ TLS_VERSIONS = {"TLS10": ssl.TLSVersion.TLSv1, "TLS11": ssl.TLSVersion.TLSv1_1,
                 "TLS12": ssl.TLSVersion.TLSv1_2, "TLS13": ssl.TLSVersion.TLSv1_3}
 CLIENT_AUTH = {"NoClientCert": ssl.CERT_NONE, "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
                "RequireAndVerifyClientCert": ssl.CERT_REQUIRED}
+log = logging.getLogger("gpunet.exporter")
 LANDING = b"<html><head><title>gpunet exporter</title></head><body><a href='/metrics'>metrics</a></body></html>"
 
 
@@ -144,12 +147,11 @@ def _basic_credentials(header: str | None) -> tuple[str | None, str]:
 def make_server(registry: CollectorRegistry, address: str, port: int, config: WebConfig) -> ThreadingHTTPServer:
     """Bound and ready; the caller runs serve_forever() (and shutdown() to stop)."""
     handler = _handler(registry, BasicAuth(config.basic_auth_users), config.http_server_config.headers)
-    server_class = _IPv6Server if ":" in address else ThreadingHTTPServer
+    server_class = _IPv6Server if ":" in address else _Server
     try:
         server = server_class((address, port), handler)
     except OSError as exc:
         raise UsageError(f"cannot listen on {address}:{port}: {exc.strerror or exc}") from None
-    server.daemon_threads = True
     if config.tls_server_config:
         # The handshake happens in the request's thread, so a slow client cannot stall accept().
         server.socket = tls_context(config.tls_server_config).wrap_socket(
@@ -157,7 +159,15 @@ def make_server(registry: CollectorRegistry, address: str, port: int, config: We
     return server
 
 
-class _IPv6Server(ThreadingHTTPServer):
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line per bad client (plain HTTP to the TLS port, a dropped handshake), not a traceback."""
+        log.warning("request from %s failed: %s", client_address[0], sys.exc_info()[1])
+
+
+class _IPv6Server(_Server):
     address_family = socket.AF_INET6
 
 
