@@ -1,0 +1,111 @@
+"""The exporter in a lab server, scraped over HTTP from the host across the lab's management
+plane: counters follow iperf3 traffic, the retransmission ratio rises under injected loss, and
+an MTU fault shows as Plan drift (root; `lab` marker)."""
+
+from __future__ import annotations
+
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from gpunet.lab.build import LAB_PLAN, lab_dir
+from gpunet.lab.faults import apply_fault, heal
+from gpunet.lab.state import LabState
+from tests.lab.helpers import built_lab, iperf3, lab_address, server_process
+
+pytestmark = pytest.mark.lab
+LAB = "ze"
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[LabState]:
+    with built_lab(LAB) as state:
+        yield state
+
+
+@pytest.fixture(scope="module")
+def metrics_url(lab: LabState) -> Iterator[str]:
+    """gpunet exporter in gpu1 with the lab's plan: it listens on gpu1's management address."""
+    command = [sys.executable, "-m", "gpunet", "exporter", "--plan", str(lab_dir(LAB) / LAB_PLAN), "--node", "gpu1"]
+    url = f"http://{lab_address(lab, 'gpu1', 'eth0')}:9842/metrics"
+    with server_process(LAB, "gpu1", *command) as proc:
+        _wait_for(url, proc.poll)
+        yield url
+
+
+def _wait_for(url: str, exited: object) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            return
+        except OSError:
+            assert callable(exited) and exited() is None, "the exporter exited"
+            time.sleep(0.2)
+    raise AssertionError(f"no answer from {url}")
+
+
+def scrape(url: str) -> Samples:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+COMPUTE = (("device", "ens1"), ("plane", "compute"))
+
+
+def test_healthy_server_has_no_drift_and_every_collector_succeeds(metrics_url: str) -> None:
+    samples = scrape(metrics_url)
+    drift = {labels: value for (name, labels), value in samples.items() if name == "gpunet_plan_drift"}
+    assert drift and not any(drift.values()), drift
+    assert {dict(labels)["device"] for labels in drift} == {"eth0", "ens1"}
+    assert all(value == 1 for (name, _), value in samples.items() if name == "gpunet_collector_success")
+
+
+def test_counters_follow_iperf3_traffic(lab: LabState, metrics_url: str) -> None:
+    before = scrape(metrics_url)
+    report = iperf3(LAB, "gpu2", "gpu1", lab_address(lab, "gpu1", "ens1"), seconds=2)
+    after = scrape(metrics_url)
+    received = after[("gpunet_network_receive_bytes_total", COMPUTE)] - before[
+        ("gpunet_network_receive_bytes_total", COMPUTE)]
+    payload = report["end"]["sum_received"]["bytes"]
+    assert payload <= received <= payload * 1.1, (payload, received)  # payload plus headers
+    assert after[("gpunet_network_receive_packets_total", COMPUTE)] > before[
+        ("gpunet_network_receive_packets_total", COMPUTE)] + payload / 9000
+
+
+def _retransmission_ratio(lab: LabState, url: str) -> float:
+    before = scrape(url)
+    iperf3(LAB, "gpu1", "gpu2", lab_address(lab, "gpu2", "ens1"), seconds=3)
+    after = scrape(url)
+    sent = after[("gpunet_tcp_out_segments_total", ())] - before[("gpunet_tcp_out_segments_total", ())]
+    resent = (after[("gpunet_tcp_retransmitted_segments_total", ())]
+              - before[("gpunet_tcp_retransmitted_segments_total", ())])
+    return resent / sent
+
+
+def test_retransmission_ratio_rises_under_injected_loss(lab: LabState, metrics_url: str) -> None:
+    clean = _retransmission_ratio(lab, metrics_url)
+    apply_fault(LAB, "gpu1:ens1", "loss", "3")
+    try:
+        lossy = _retransmission_ratio(lab, metrics_url)
+    finally:
+        heal(LAB)
+    assert clean < 0.002 and lossy > 0.01, (clean, lossy)
+
+
+def test_an_mtu_fault_shows_as_drift(metrics_url: str) -> None:
+    apply_fault(LAB, "gpu1:ens1", "mtu", "1500")
+    try:
+        samples = scrape(metrics_url)
+    finally:
+        heal(LAB)
+    assert samples[("gpunet_plan_drift", (*COMPUTE[:1], ("kind", "mtu"), COMPUTE[1]))] == 1
+    assert samples[("gpunet_network_mtu_bytes", COMPUTE)] == 1500
+    assert scrape(metrics_url)[("gpunet_plan_drift", (*COMPUTE[:1], ("kind", "mtu"), COMPUTE[1]))] == 0
