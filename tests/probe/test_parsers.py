@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from gpunet.bench.iperf3 import parse_iperf3_json
+from gpunet.bench.nccl import parse_nccl_tests, parse_nccl_tests_json
+from gpunet.bench.perftest import parse_perftest
 from gpunet.errors import ParseError
 from gpunet.probe.parsers import (
     parse_ethtool_link,
@@ -43,6 +45,9 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "ip_route_json": parse_ip_route_json,
     "sshd_t": parse_sshd_t,
     "iperf3_json": parse_iperf3_json,
+    "perftest": parse_perftest,
+    "nccl_tests": parse_nccl_tests,
+    "nccl_tests_json": parse_nccl_tests_json,  # one case, built from nccl-tests' writer: see its SOURCE.md
 }
 
 
