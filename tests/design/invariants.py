@@ -71,8 +71,16 @@ def assert_ecmp_balanced(plan: Plan) -> None:
     assert all(len(counts) == 1 for counts in per_lower.values()), per_lower
 
 
+def assert_hcas_unique_per_node(plan: Plan) -> None:
+    """One RDMA device per NIC: NCCL_IB_HCA, perftest -d and the exporter's labels name them."""
+    for node in plan.nodes:
+        hcas = [i.hca for i in node.interfaces if i.hca]
+        assert len(hcas) == len(set(hcas)), (node.name, hcas)
+
+
 def assert_plan_invariants(plan: Plan) -> None:
     assert_every_nic_cabled_once(plan)
+    assert_hcas_unique_per_node(plan)
     assert_no_port_reused_and_radix_respected(plan)
     assert_addresses_unique_and_inside(plan)
     assert_ecmp_balanced(plan)

@@ -5,7 +5,13 @@ from __future__ import annotations
 from ClusterShell.NodeSet import NodeSet
 
 from gpunet import __version__
-from gpunet.design.addressing import assign_addresses, plane_interfaces, previous_addresses, with_address
+from gpunet.design.addressing import (
+    assign_addresses,
+    plane_interfaces,
+    previous_addresses,
+    rdma_nic_count,
+    with_address,
+)
 from gpunet.design.capacity import bill_of_materials, plane_capacity
 from gpunet.design.fabric import (
     Attachment,
@@ -96,9 +102,12 @@ def _interfaces(
 ) -> dict[str, list[Interface]]:
     """Every node's interfaces, plane by plane, with addresses assigned per plane."""
     result: dict[str, list[Interface]] = {n: [] for _, n in members}
+    first_hca = {g.name: 0 for g in spec.groups}
     for plane, plane_spec in spec.planes.items():
-        per_group = {g.name: plane_interfaces(plane, plane_spec, g, rails[plane])
+        per_group = {g.name: plane_interfaces(plane, plane_spec, g, rails[plane], first_hca[g.name])
                      for g in spec.groups if plane in g.nics}
+        for g in spec.groups:
+            first_hca[g.name] += rdma_nic_count(plane_spec, g, plane) if plane in g.nics else 0
         drafts = {n: per_group[g.name] for g, n in _on_plane(members, plane)}
         wanted = [(n, i.name) for n, ifs in drafts.items() for i in ifs if i.master is None]
         indexes = assign_addresses(plane, plane_spec, wanted, previous_addresses(previous, plane))

@@ -14,16 +14,19 @@ from gpunet.model.units import speed_gbps
 AddressKey = tuple[str, str]  # (node, interface)
 
 
-def plane_interfaces(plane: PlaneName, spec: PlaneSpec, group: NodeGroup, rails: bool) -> list[Interface]:
+def plane_interfaces(plane: PlaneName, spec: PlaneSpec, group: NodeGroup, rails: bool,
+                     first_hca: int = 0) -> list[Interface]:
     """A node's interfaces on one plane, unaddressed: NICs, then the bond over them (the same for
-    every node of the group)."""
+    every node of the group). Unnamed RDMA devices are numbered from first_hca, which the caller
+    advances plane by plane: one node's HCAs are one namespace (mlx5_0..7 for the compute rails,
+    mlx5_8.. for storage), never two planes' mlx5_0."""
     nic = group.nics[plane]
     devices = nic_devices(plane, spec, nic)
     gbps = speed_gbps(nic.speed) if nic.speed else spec.gbps
     bond = nic.bond
     members = tuple(d for d in devices if bond and d in (bond.members or devices))
     common = {"plane": plane, "mtu": plane_mtu(plane, spec), "speed_gbps": gbps}
-    hcas = _hcas(spec, nic.hcas, len(devices))
+    hcas = _hcas(spec, nic.hcas, len(devices), first_hca)
     nics = [
         Interface(name=dev, rail=i if rails else None, master=bond.name if bond and dev in members else None,
                   vlan=None if dev in members else spec.vlan, hca=hcas[i], **common)
@@ -38,10 +41,15 @@ def plane_interfaces(plane: PlaneName, spec: PlaneSpec, group: NodeGroup, rails:
     return [*nics, bond_if]
 
 
-def _hcas(spec: PlaneSpec, given: tuple[str, ...] | None, count: int) -> list[str | None]:
+def _hcas(spec: PlaneSpec, given: tuple[str, ...] | None, count: int, first: int) -> list[str | None]:
     if spec.technology == "ethernet":
         return [None] * count
-    return list(given) if given else [f"mlx5_{i}" for i in range(count)]
+    return list(given) if given else [f"mlx5_{first + i}" for i in range(count)]
+
+
+def rdma_nic_count(spec: PlaneSpec, group: NodeGroup, plane: PlaneName) -> int:
+    """How many RDMA devices the group's NICs on this plane add to each node."""
+    return 0 if spec.technology == "ethernet" else len(nic_devices(plane, spec, group.nics[plane]))
 
 
 class AddressPool:

@@ -18,7 +18,7 @@ def spec_problems(spec: Spec) -> list[SpecProblem]:
     """Every semantic problem of a schema-valid spec, in file order."""
     checks: tuple[Callable[[Spec], Problems], ...] = (
         _overlapping_subnets, _gateways, _mtus, _unknown_planes, _unused_planes,
-        _unique_groups, _unique_nodes, _devices, _unique_interfaces, _bonds, _nic_speeds, _subnet_sizes,
+        _unique_groups, _unique_nodes, _devices, _unique_interfaces, _unique_hcas, _bonds, _nic_speeds, _subnet_sizes,
         _subnet6_sizes,
     )
     return [problem for check in checks for problem in check(spec)]
@@ -135,6 +135,22 @@ def _unique_interfaces(spec: Spec) -> Problems:
                     yield SpecProblem(f"interface {name!r} is on planes {seen[name]} and {plane}",
                                       ("groups", i, "nics", plane),
                                       "give each plane's NICs (and bonds) their own device names")
+                seen.setdefault(name, plane)
+
+
+def _unique_hcas(spec: Spec) -> Problems:
+    """A node's RDMA devices across its planes must differ; unnamed ones are numbered on from the
+    planes before (as design numbers them), so a named one can clash with a default."""
+    for i, group in enumerate(spec.groups):
+        seen: dict[str, str] = {}
+        for plane in (p for p in spec.planes if p in group.nics and spec.planes[p].technology != "ethernet"):
+            nic = group.nics[plane]
+            names = nic.hcas or tuple(f"mlx5_{len(seen) + n}" for n in range(nic.count))
+            for name in names:
+                if name in seen:
+                    yield SpecProblem(f"RDMA device {name!r} is on planes {seen[name]} and {plane}",
+                                      ("groups", i, "nics", plane, "hcas"),
+                                      "each NIC has its own RDMA device: list this plane's `hcas` explicitly")
                 seen.setdefault(name, plane)
 
 
