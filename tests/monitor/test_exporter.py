@@ -25,6 +25,7 @@ PLANNED = (
     # gnra is recorded at MTU 9000 and 10000 Mb/s with carrier: the Plan wants 4200 to show MTU drift.
     Interface(name="gnra", plane="compute", speed_gbps=100, mtu=4200, address="198.18.16.1/24"),
     Interface(name="ens9", plane="storage", speed_gbps=200, mtu=9000, address="198.18.32.1/24"),  # absent
+    Interface(name="ib0", plane="compute", speed_gbps=40, mtu=4092, address="198.18.17.1/24", hca="mlx4_0"),
 )
 
 
@@ -66,12 +67,14 @@ def test_the_recorded_values_land_in_the_right_series(tmp_path: Path) -> None:
                for family in text_string_to_metric_families(scrape(recorded_view(tmp_path)))
                for s in family.samples}
     gnra = (("device", "gnra"), ("plane", "compute"))
-    ib = (("device", "mlx4_0"), ("port", "1"))
+    ib = (("device", "mlx4_0"), ("plane", "compute"), ("port", "1"))
     assert samples[("gpunet_network_mtu_bytes", gnra)] == 9000
     assert samples[("gpunet_network_speed_bytes_per_second", gnra)] == 10000e6 / 8
     assert samples[("gpunet_plan_drift", _sorted(*gnra, ("kind", "mtu")))] == 1  # 9000 against the Plan's 4200
     assert samples[("gpunet_plan_drift", _sorted(*gnra, ("kind", "address")))] == 0
     assert samples[("gpunet_plan_drift", (("device", "ens9"), ("kind", "link"), ("plane", "storage")))] == 1
+    assert samples[("gpunet_plan_expected_infiniband_rate_bytes_per_second",
+                    (("device", "mlx4_0"), ("plane", "compute")))] == 40e9 / 8
     assert ("gpunet_plan_drift", (("device", "gnra"), ("kind", "speed"), ("plane", "compute"))) not in samples
     assert samples[("gpunet_infiniband_port_state", ib)] == 4
     assert samples[("gpunet_infiniband_port_physical_state", ib)] == 5
@@ -164,3 +167,21 @@ def test_concurrent_scrapes_get_the_same_complete_answer(tmp_path: Path) -> None
     for t in threads:
         t.join()
     assert len(results) == 8 and len(set(results)) == 1
+
+
+def test_roce_hw_counters_are_exported_and_lifespan_is_not(tmp_path: Path) -> None:
+    """A tree written here, in sysfs's layout: no recorded mlx5 hw_counters tree was found to copy."""
+    port = tmp_path / "sys/class/infiniband/mlx5_0/ports/1"
+    for name, value in {"state": "4: ACTIVE", "phys_state": "5: LinkUp", "rate": "400 Gb/sec (4X NDR)",
+                        "link_layer": "Ethernet", "counters/port_xmit_data": "1000",
+                        "hw_counters/np_cnp_sent": "12", "hw_counters/out_of_sequence": "3",
+                        "hw_counters/lifespan": "10"}.items():
+        (port / name).parent.mkdir(parents=True, exist_ok=True)
+        (port / name).write_text(value + "\n")
+    text = scrape(NodeView(root=tmp_path), with_plan=False)
+    labels = 'device="mlx5_0",plane="",port="1"'
+    assert f'gpunet_infiniband_hw_counter_total{{counter="np_cnp_sent",{labels}}} 12.0' in text
+    assert f'gpunet_infiniband_hw_counter_total{{counter="out_of_sequence",{labels}}} 3.0' in text
+    assert "lifespan" not in text
+    assert f"gpunet_infiniband_port_data_transmitted_bytes_total{{{labels}}} 4000.0" in text
+    assert f"gpunet_infiniband_rate_bytes_per_second{{{labels}}} 5e+10" in text

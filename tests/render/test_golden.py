@@ -39,7 +39,8 @@ def test_no_golden_file_is_orphaned(example: str) -> None:
 def test_every_target_has_golden_files() -> None:
     markers = {"netplan": "netplan/", "networkmanager": "NetworkManager/", "sysctl": "sysctl.d/",
                "nftables": "nftables.d/", "firewalld": "firewalld/", "sshd": "sshd_config.d/", "hosts": "etc/hosts",
-               "nccl": "nccl.env", "ssh_config": "admin/ssh_config", "slurm": "slurm/", "ansible": "ansible/"}
+               "nccl": "nccl.env", "ssh_config": "admin/ssh_config", "slurm": "slurm/", "ansible": "ansible/",
+               "prometheus": "admin/prometheus/", "grafana": "admin/grafana/"}
     assert set(markers) == set(TARGETS)
     for example in EXAMPLES:
         for target, marker in markers.items():

@@ -138,7 +138,8 @@ def collect_bonding(view: NodeView) -> list[Metric]:
 
 def collect_infiniband(view: NodeView) -> list[Metric]:
     ports = read_ib_ports(view.root)
-    labels = ["device", "port"]
+    planes = {i.hca: i.plane for i in view.planned if i.hca}
+    labels = ["device", "port", "plane"]
     state = GaugeMetricFamily("gpunet_infiniband_port_state", "Port state (4 = ACTIVE).", labels=labels)
     physical = GaugeMetricFamily("gpunet_infiniband_port_physical_state", "Physical state (5 = LinkUp).",
                                  labels=labels)
@@ -148,7 +149,7 @@ def collect_infiniband(view: NodeView) -> list[Metric]:
     hardware = CounterMetricFamily("gpunet_infiniband_hw_counter", "RoCE/IB hw_counters of the port.",
                                    labels=[*labels, "counter"])
     for port in ports:
-        values = [port.ca, str(port.port)]
+        values = [port.ca, str(port.port), planes.get(port.ca, "")]
         state.add_metric(values, _state_number(port.state, IB_PORT_STATES))
         physical.add_metric(values, _state_number(port.physical_state, IB_PHYSICAL_STATES))
         if port.rate_gbps is not None:

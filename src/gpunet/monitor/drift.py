@@ -23,13 +23,17 @@ def collect_plan(view: NodeView) -> list[Metric]:
     mtu = GaugeMetricFamily("gpunet_plan_expected_mtu_bytes", "The Plan's MTU.", labels=labels)
     speed = GaugeMetricFamily("gpunet_plan_expected_speed_bytes_per_second", "The Plan's link speed.",
                               labels=labels)
+    rdma = GaugeMetricFamily("gpunet_plan_expected_infiniband_rate_bytes_per_second",
+                             "The Plan's rate of the RDMA device (HCA) behind the interface.", labels=labels)
     for planned in view.planned:
         values = [planned.name, planned.plane]
+        if planned.hca and planned.cabled:
+            rdma.add_metric([planned.hca, planned.plane], planned.speed_gbps * 1e9 / BITS_PER_BYTE)
         mtu.add_metric(values, planned.mtu)
         speed.add_metric(values, planned.speed_gbps * 1e9 / BITS_PER_BYTE)
         for kind, drifted in interface_drift(planned, observed.get(planned.name), addresses).items():
             drift.add_metric([*values, kind], 1 if drifted else 0)
-    return [drift, mtu, speed]
+    return [drift, mtu, speed, rdma]
 
 
 def interface_drift(planned: Interface, seen: InterfaceState | None,

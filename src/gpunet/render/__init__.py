@@ -1,13 +1,25 @@
 """Views of the Plan as files: per-node configuration mirrored under nodes/<node>/, and admin
-files (ssh_config, Ansible, Slurm) under admin/. Every renderer is pure; the registries are
-plain dicts (DESIGN.md #6)."""
+files (ssh_config, Ansible, Slurm, Prometheus, Grafana) under admin/. Every renderer is pure;
+the registries are plain dicts (DESIGN.md #6)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
 from gpunet.model.plan import Node, Plan
-from gpunet.render import ansible, firewall, hosts, nccl, netplan, networkmanager, slurm, ssh, sysctl
+from gpunet.render import (
+    ansible,
+    firewall,
+    grafana,
+    hosts,
+    nccl,
+    netplan,
+    networkmanager,
+    prometheus,
+    slurm,
+    ssh,
+    sysctl,
+)
 
 NodeRenderer = Callable[[Plan, Node], dict[str, str]]
 AdminRenderer = Callable[[Plan], dict[str, str]]
@@ -65,6 +77,8 @@ ADMIN_RENDERERS: dict[str, AdminRenderer] = {
     "ssh_config": _ssh_config,
     "slurm": _slurm,
     "ansible": _ansible,
+    "prometheus": prometheus.render_prometheus,
+    "grafana": grafana.render_grafana,
 }
 TARGETS = (*NODE_RENDERERS, *ADMIN_RENDERERS)
 SAME_ON_EVERY_NODE = {"hosts"}

@@ -1,0 +1,232 @@
+"""Prometheus: a scrape configuration whose targets (file_sd) are every node's gpunet exporter and
+node_exporter on its management address, labelled node, group and leaf; and alert rules over the
+metrics of docs/metrics.md, each naming the `gpunet doctor` check that explains it.
+
+The files go under admin/prometheus/ and keep their relative paths when copied to the
+Prometheus host (e.g. /etc/prometheus/): prometheus.yml names targets/*.json and rules/*.yml
+relative to itself, and Prometheus re-reads the target files when they change."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from gpunet.model.plan import Node, Plan
+from gpunet.render.common import GPUNET_EXPORTER_PORT, NODE_EXPORTER_PORT, header
+
+CONFIG_PATH = "prometheus/prometheus.yml"
+RULES_FILE = "rules/gpunet-alerts.yml"
+RULES_PATH = f"prometheus/{RULES_FILE}"
+JOBS = {"gpunet": GPUNET_EXPORTER_PORT, "node": NODE_EXPORTER_PORT}
+SCRAPE_INTERVAL = "15s"  # 20 samples in every 5m rate window
+RATE_WINDOW = "5m"
+# Thresholds, and why:
+NIC_ERROR_RATIO = 1e-6  # errored / all packets: a sound cable or optic errs ~1e-12; one in a million is bad
+RETRANS_RATIO = 0.01  # retransmitted / sent segments: GN-TCP-01's fail level (its 0.1 % warn is noise here)
+MIN_SEGMENTS_PER_S = 50  # as GN-TCP-01: below this the ratio of a few segments means nothing
+IB_SYMBOL_ERRORS = 10  # per 10 minutes: ibqueryerrors' default SymbolErrorCounter threshold
+PEER_LOSS_RATIO = 0.01  # failed / sent probes: a healthy fabric loses none
+MIN_LOST_PROBES = 2  # one lost ping is noise (ICMP rate limits, a busy CPU); two in a window is not
+# The exporter pings each peer every few rounds of 10 s (every few minutes on a large cluster):
+# peer rates need a longer window than interface counters to hold several probes.
+PEER_WINDOW = "15m"
+PEER_RTT_P99_SECONDS = 0.001  # inside one site a probe's RTT is ~0.1 ms; 10x that is congestion or a detour
+IB_PORT_ACTIVE = 4  # /sys/class/infiniband/*/ports/*/state: 4 = ACTIVE
+CONFIG_COMMENT = """\
+# Copy admin/prometheus/ to the Prometheus host (e.g. /etc/prometheus/) and check it with
+# `promtool check config prometheus.yml`. Targets are the nodes' management addresses; the node
+# firewalls admit scrapes from the site's monitoring subnet ({monitoring}).
+# Plain http by default. For TLS and basic auth, add to each scrape job:
+#   scheme: https
+#   tls_config: {{ca_file: /etc/prometheus/ca.pem}}
+#   basic_auth: {{username: prometheus, password_file: /etc/prometheus/exporter.password}}
+"""
+
+
+def render_prometheus(plan: Plan) -> dict[str, str]:
+    """prometheus.yml, its target files (one per job) and the alert rules, by path."""
+    files = {CONFIG_PATH: render_config(plan), RULES_PATH: render_rules(plan)}
+    files |= {f"prometheus/{_targets_file(job)}": render_targets(plan, port) for job, port in JOBS.items()}
+    return files
+
+
+def render_config(plan: Plan) -> str:
+    config = {
+        "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL,
+                   "external_labels": {"site": plan.site.name}},
+        "rule_files": [RULES_FILE],
+        "scrape_configs": [{"job_name": job, "file_sd_configs": [{"files": [_targets_file(job)]}]} for job in JOBS],
+    }
+    comment = CONFIG_COMMENT.format(monitoring=plan.site.monitoring or "site.monitoring not set")
+    return header("Prometheus configuration") + comment + _yaml(config)
+
+
+def render_targets(plan: Plan, port: int) -> str:
+    """file_sd JSON: one target group per node (its labels are its own)."""
+    leaves = compute_leaves(plan)
+    groups = [{"targets": [f"{_address(node)}:{port}"],
+               "labels": {"node": node.name, "group": node.group, "leaf": leaves.get(node.name, "")}}
+              for node in plan.nodes]
+    return "[\n" + ",\n".join(f" {json.dumps(group)}" for group in groups) + "\n]\n"  # a node a line
+
+
+def _yaml(data: Any) -> str:
+    """common.to_yaml without line folding: a PromQL expression stays on one line."""
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    return yaml.dump(data, Dumper=dumper, sort_keys=False, width=1 << 16)
+
+
+def compute_leaves(plan: Plan) -> dict[str, str]:
+    """Each node's compute leaf: the switch of its first compute cable. In a rail-optimized unit
+    every node's first cable goes to the unit's rail-0 leaf, so the label names the unit."""
+    leaves: dict[str, str] = {}
+    for link in plan.links:
+        if link.plane == "compute" and link.tier == "node_leaf":
+            leaves.setdefault(link.a.device, link.b.device)
+    return leaves
+
+
+def _targets_file(job: str) -> str:
+    return f"targets/{job}.json"
+
+
+def _address(node: Node) -> str:
+    """The management address; the node's name (DNS) when it has none."""
+    mgmt = next((i.address for i in node.interfaces if i.plane == "management" and i.address), None)
+    return mgmt.split("/")[0] if mgmt else node.name
+
+
+@dataclass(frozen=True)
+class Alert:
+    name: str
+    expr: str
+    wait: str  # the rule's `for`
+    severity: str
+    summary: str
+    check: str  # the doctor check that explains it
+    runbook: str = ""  # default: run the doctor on the node and read `check`
+
+
+def render_rules(plan: Plan) -> str:
+    groups = [{"name": name, "rules": [_rule(a) for a in alerts]} for name, alerts in alert_groups(plan).items()]
+    return header("Prometheus alert rules") + _yaml({"groups": groups})
+
+
+def _rule(alert: Alert) -> dict[str, Any]:
+    runbook = alert.runbook or f"On {{{{ $labels.node }}}}: gpunet doctor --plan plan.json, check {alert.check}"
+    return {"alert": alert.name, "expr": alert.expr, "for": alert.wait, "labels": {"severity": alert.severity},
+            "annotations": {"summary": alert.summary, "runbook": runbook}}
+
+
+def alert_groups(plan: Plan) -> dict[str, list[Alert]]:
+    """Every alert by rule group; the InfiniBand port alerts only where the Plan has HCAs."""
+    return {"gpunet-links": link_alerts(), "gpunet-counters": counter_alerts(),
+            "gpunet-infiniband": infiniband_alerts(plan), "gpunet-peers": peer_alerts(),
+            "gpunet-exporter": exporter_alerts()}
+
+
+def _ratio(part: str, whole: str, window: str = RATE_WINDOW) -> str:
+    return f"rate({part}[{window}]) / rate({whole}[{window}])"
+
+
+def _sum_rates(*counters: str) -> str:
+    return "(" + " + ".join(f"rate({c}[{RATE_WINDOW}])" for c in counters) + ")"
+
+
+ON_DEVICE = "{{ $labels.device }} on {{ $labels.node }}"
+
+
+def link_alerts() -> list[Alert]:
+    return [
+        Alert("GpunetLinkDown", 'max without (kind) (gpunet_plan_drift{kind="link"}) == 1'
+              ' or gpunet_network_carrier{plane!=""} == 0', "1m", "critical",
+              f"Planned interface {ON_DEVICE} ({{{{ $labels.plane }}}} plane) is missing or has no carrier",
+              "GN-LINK-01"),
+        Alert("GpunetLinkSpeedBelowPlan",
+              "gpunet_network_speed_bytes_per_second < gpunet_plan_expected_speed_bytes_per_second", "5m",
+              "warning", f"{ON_DEVICE} runs at {{{{ $value | humanize }}}}B/s, below the plan", "GN-LINK-02"),
+        Alert("GpunetMtuDrift", "gpunet_network_mtu_bytes != gpunet_plan_expected_mtu_bytes", "5m", "warning",
+              f"{ON_DEVICE} has MTU {{{{ $value }}}}, not the plan's", "GN-MTU-01"),
+        Alert("GpunetPlannedAddressMissing", 'gpunet_plan_drift{kind="address"} == 1', "5m", "warning",
+              f"{ON_DEVICE} lacks its planned address", "GN-ADDR-01"),
+        Alert("GpunetBondMemberDown", "gpunet_bond_member_up == 0", "1m", "warning",
+              f"Bond member {ON_DEVICE} is down ({{{{ $labels.bond }}}} runs degraded)", "GN-BOND-01"),
+    ]
+
+
+def counter_alerts() -> list[Alert]:
+    errors = _sum_rates("gpunet_network_receive_errors_total", "gpunet_network_transmit_errors_total")
+    packets = _sum_rates("gpunet_network_receive_packets_total", "gpunet_network_transmit_packets_total")
+    sent = f"rate(gpunet_tcp_out_segments_total[{RATE_WINDOW}])"
+    return [
+        Alert("GpunetNicErrorRatioHigh", f"{errors} / {packets} > {NIC_ERROR_RATIO:g}", "10m", "warning",
+              f"{ON_DEVICE} errs on {{{{ $value | humanizePercentage }}}} of packets", "GN-CNT-01"),
+        Alert("GpunetTcpRetransmissionRatioHigh",
+              f"{_ratio('gpunet_tcp_retransmitted_segments_total', 'gpunet_tcp_out_segments_total')}"
+              f" > {RETRANS_RATIO:g} and {sent} > {MIN_SEGMENTS_PER_S}", "10m", "warning",
+              "{{ $labels.node }} retransmits {{ $value | humanizePercentage }} of its TCP segments", "GN-TCP-01"),
+    ]
+
+
+def infiniband_alerts(plan: Plan) -> list[Alert]:
+    ports = "{{ $labels.device }} port {{ $labels.port }} on {{ $labels.node }}"
+    alerts = [
+        Alert("GpunetInfinibandSymbolErrors", f"increase(gpunet_infiniband_symbol_errors_total[10m]) > "
+              f"{IB_SYMBOL_ERRORS}", "0m", "warning",
+              f"{ports}: {{{{ $value | humanize }}}} symbol errors in 10 minutes", "GN-IB-02"),
+        Alert("GpunetInfinibandLinkDowned", "increase(gpunet_infiniband_link_downed_total[10m]) > 0", "0m",
+              "warning", f"{ports}: link downed {{{{ $value | humanize }}}} time(s) in 10 minutes", "GN-IB-02"),
+    ]
+    if not any(i.hca for n in plan.nodes for i in n.interfaces):
+        return alerts
+    # The exporter labels each HCA with its plane and exports the Plan's rate for it, so one rule
+    # holds every port to its own node's plan (HCA names repeat across node groups).
+    below = ("gpunet_infiniband_rate_bytes_per_second < on(node, device) group_left() "
+             "gpunet_plan_expected_infiniband_rate_bytes_per_second")
+    return [
+        Alert("GpunetInfinibandPortNotActive",
+              f'gpunet_infiniband_port_state{{plane!=""}} != {IB_PORT_ACTIVE}', "1m", "critical",
+              f"Planned {ports} is not Active (state {{{{ $value }}}})", "GN-IB-01"),
+        Alert("GpunetInfinibandRateBelowPlan", below, "5m", "warning",
+              f"{ports} runs at {{{{ $value | humanize }}}}B/s, below the plan", "GN-IB-01"),
+        *alerts,
+    ]
+
+
+def peer_alerts() -> list[Alert]:
+    to_peer = "{{ $labels.peer }} on the {{ $labels.plane }} plane"
+    doctor = "On {{ $labels.node }}: gpunet doctor --plan plan.json --peers, check GN-PEER-01"
+    failures = "gpunet_peer_probe_failures_total"
+    return [
+        Alert("GpunetPeerLoss", f"{_ratio(failures, 'gpunet_peer_probes_total', PEER_WINDOW)} > {PEER_LOSS_RATIO:g}"
+              f" and increase({failures}[{PEER_WINDOW}]) >= {MIN_LOST_PROBES}", "5m", "warning",
+              f"{{{{ $labels.node }}}} loses {{{{ $value | humanizePercentage }}}} of probes to {to_peer}",
+              "GN-PEER-01", doctor),
+        Alert("GpunetPeerLatencyHigh", f"histogram_quantile(0.99, rate(gpunet_peer_rtt_seconds_bucket[{PEER_WINDOW}]))"
+              f" > {PEER_RTT_P99_SECONDS:g}", "10m", "warning",
+              f"99th percentile RTT from {{{{ $labels.node }}}} to {to_peer} is {{{{ $value | humanizeDuration }}}}",
+              "GN-PEER-01", doctor),
+    ]
+
+
+# The doctor check that reads what each collector reads.
+COLLECTOR_CHECKS = {"netdev": "GN-LINK-01", "netstat": "GN-TCP-01", "bonding": "GN-BOND-01",
+                    "infiniband": "GN-IB-01", "plan": "GN-ADDR-01", "peers": "GN-PEER-01"}
+
+
+def exporter_alerts() -> list[Alert]:
+    branches = "".join(f'{{{{ {"if" if i == 0 else "else if"} eq $labels.collector "{name}" }}}}{check}'
+                       for i, (name, check) in enumerate(COLLECTOR_CHECKS.items()))
+    return [
+        Alert("GpunetCollectorFailing", "gpunet_collector_success == 0", "5m", "warning",
+              "The {{ $labels.collector }} collector of {{ $labels.node }}'s gpunet exporter fails", "GN-LINK-01",
+              "On {{ $labels.node }}: gpunet probe lists what could not be read; gpunet doctor --plan plan.json,"
+              f" check {branches}{{{{ else }}}}GN-LINK-01{{{{ end }}}}"),
+        Alert("GpunetExporterDown", 'up{job="gpunet"} == 0', "2m", "critical",
+              "The gpunet exporter of {{ $labels.node }} does not answer", "GN-PEER-01",
+              "From another node: gpunet doctor --plan plan.json --peers, checks GN-PEER-01 and GN-FW-01"
+              f" (is {{{{ $labels.node }}}} up, and port {GPUNET_EXPORTER_PORT} open to the monitoring subnet?)"),
+    ]
