@@ -10,7 +10,8 @@ from pathlib import Path
 from ClusterShell.NodeSet import NodeSet, NodeSetException
 
 from gpunet.bench import bench_nodes, pattern_rounds
-from gpunet.bench.run import BenchSetup, run_rounds
+from gpunet.bench.launch import TOOLS, NcclJob, pick_launcher
+from gpunet.bench.run import BenchSetup, run_nccl, run_rounds
 from gpunet.bench.store import Measurement, save_run
 from gpunet.checks import Context, Finding, run_checks
 from gpunet.design import design
@@ -109,24 +110,40 @@ def probe(interval: float, run: CommandRunner = run_local, root: Path = Path("/"
 
 def bench(
     *, plan_source: Path | None, lab: str | None, pattern: str, plane: str, nodes: str | None, seconds: int,
-    db: Path, progress: Callable[[int, int], None] = lambda d, n: None,
+    db: Path, tool: str = "iperf3", nccl_test: str = "all_reduce_perf", launcher: str | None = None,
+    progress: Callable[[int, int], None] = lambda d, n: None,
 ) -> tuple[int, list[Measurement]]:
-    """iperf3 over a pattern of pairs, each against the Plan's expectation; stored in db."""
-    if lab is not None:
-        state = read_state(lab)
-        if state is None:
-            raise UsageError(f"no lab {lab!r}; `gpunet lab up` builds one")
-        plan = read_plan(lab_dir(lab) / "plan.json")
-        setup = BenchSetup(plan=plan, on_node=lambda n, c: node_argv(lab, n, c), plane=plane, seconds=seconds,
-                           scale=state.scale_mbit_per_gbit)
+    """A tool over a pattern of pairs (iperf3, ib_*_bw), each against the Plan's expectation, or one
+    nccl-tests job over the nodes; stored in db."""
+    if tool not in TOOLS:
+        raise UsageError(f"unknown tool {tool!r}; known: {', '.join(TOOLS)}")
+    plan, setup = _bench_setup(plan_source, lab, plane, seconds, tool)
+    chosen = bench_nodes(plan, plane, nodes)
+    if tool == "nccl":
+        pattern = "job"
+        results = [run_nccl(plan, chosen, NcclJob(test=nccl_test, iterations=max(5, seconds * 10)),
+                            launcher or pick_launcher())]
     else:
-        plan = load_plan(plan_source)
-        setup = BenchSetup(plan=plan, on_node=_ssh_on(management_addresses_of(plan)), plane=plane, seconds=seconds)
-    rounds = pattern_rounds(plan, plane, pattern, bench_nodes(plan, plane, nodes))
-    results = run_rounds(setup, rounds, progress)
-    run_id = save_run(db, plan_hash=plan_digest(plan), tool="iperf3", pattern=pattern,
+        results = run_rounds(setup, pattern_rounds(plan, plane, pattern, chosen), progress)
+    run_id = save_run(db, plan_hash=plan_digest(plan), tool=nccl_test if tool == "nccl" else tool, pattern=pattern,
                       arguments=f"plane={plane} seconds={seconds} nodes={nodes or 'all'}", measurements=results)
     return run_id, results
+
+
+def _bench_setup(plan_source: Path | None, lab: str | None, plane: str, seconds: int,
+                 tool: str) -> tuple[Plan, BenchSetup]:
+    if lab is None:
+        plan = load_plan(plan_source)
+        return plan, BenchSetup(plan=plan, on_node=_ssh_on(management_addresses_of(plan)), plane=plane,
+                                seconds=seconds, tool=tool)
+    if tool != "iperf3":
+        raise UsageError(f"a lab emulates cables, not RDMA devices or GPUs: {tool} cannot run there (iperf3 can)")
+    state = read_state(lab)
+    if state is None:
+        raise UsageError(f"no lab {lab!r}; `gpunet lab up` builds one")
+    plan = read_plan(lab_dir(lab) / "plan.json")
+    return plan, BenchSetup(plan=plan, on_node=lambda n, c: node_argv(lab, n, c), plane=plane, seconds=seconds,
+                            scale=state.scale_mbit_per_gbit)
 
 
 def _ssh_on(addresses: dict[str, str]) -> Callable[[str, Sequence[str]], list[str]]:

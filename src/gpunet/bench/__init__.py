@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from ClusterShell.NodeSet import NodeSet
 
-from gpunet.bench.schedule import Round, all_pair_rounds, incast, one_pair, topology_rounds
+from gpunet.bench.schedule import Pair, Round, all_pair_rounds, incast, one_pair, rail_of, rail_rounds, topology_rounds
 from gpunet.errors import UsageError
-from gpunet.model.plan import Plan
+from gpunet.model.plan import Interface, Plan
 
-PATTERNS = ("all-pairs", "topo", "incast", "pair")
+PATTERNS = ("all-pairs", "topo", "incast", "pair", "rail")
 
 
 def bench_nodes(plan: Plan, plane: str, nodes: str | None) -> list[str]:
@@ -36,6 +36,8 @@ def pattern_rounds(plan: Plan, plane: str, pattern: str, nodes: list[str]) -> li
         return incast(nodes, nodes[0])
     if pattern == "pair":
         return one_pair(nodes[0], nodes[1])
+    if pattern == "rail":
+        return rail_rounds(node_rails(plan, plane, nodes))
     raise UsageError(f"unknown pattern {pattern!r}; known: {', '.join(PATTERNS)}")
 
 
@@ -47,3 +49,27 @@ def uplink_flows(plan: Plan, plane: str) -> int:
         if c.plane == plane and c.tier == "leaf_spine":
             up[c.a.device] = up.get(c.a.device, 0) + c.gbps
     return max(1, min(up.values(), default=nic) // nic)
+
+
+def node_rails(plan: Plan, plane: str, nodes: list[str]) -> dict[str, list[int]]:
+    """node -> the rails it has an address on, on the plane; a plane without rails is refused."""
+    wanted = set(nodes)
+    rails = {n.name: sorted({i.rail for i in n.interfaces if i.plane == plane and i.address and i.rail is not None})
+             for n in plan.nodes if n.name in wanted}
+    if not any(rails.values()):
+        raise UsageError(f"the {plane} plane has no rails (the rail pattern needs a rail-optimized plane)")
+    return {n: rails[n] for n in nodes if rails.get(n)}
+
+
+def pair_interfaces(plan: Plan, plane: str, pair: Pair) -> tuple[Interface, Interface]:
+    """The interfaces a pair is measured between: on the pair's rail when it has one (a RailPair),
+    else each node's first addressed interface on the plane. A runner binds to their addresses."""
+    return _interface(plan, pair[0], plane, rail_of(pair)), _interface(plan, pair[1], plane, rail_of(pair))
+
+
+def _interface(plan: Plan, node: str, plane: str, rail: int | None) -> Interface:
+    found = next((i for n in plan.nodes if n.name == node for i in n.interfaces
+                  if i.plane == plane and i.address and (rail is None or i.rail == rail)), None)
+    if found is None:
+        raise UsageError(f"{node} has no address on the {plane} plane" + (f" rail {rail}" if rail is not None else ""))
+    return found

@@ -9,12 +9,27 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from gpunet.bench.expected import BELOW_EXPECTED, expected_gbps, plane_interface
+from ClusterShell.NodeSet import NodeSet
+
+from gpunet.bench import pair_interfaces
+from gpunet.bench.expected import BELOW_EXPECTED, rdma_expected_gbps, tcp_expected_gbps
 from gpunet.bench.iperf3 import parse_iperf3_json
-from gpunet.bench.schedule import Pair, Round
+from gpunet.bench.launch import (
+    PERFTEST_TOOLS,
+    Endpoints,
+    NcclJob,
+    PairCommands,
+    iperf3_pair,
+    nccl_argv,
+    perftest_pair,
+)
+from gpunet.bench.nccl import parse_nccl_tests
+from gpunet.bench.perftest import parse_perftest
+from gpunet.bench.schedule import Pair, Round, rail_of
 from gpunet.bench.store import Measurement
-from gpunet.errors import ParseError
+from gpunet.errors import ParseError, UsageError
 from gpunet.model.plan import Plan
+from gpunet.runner import CommandRunner, run_local
 
 NodeArgv = Callable[[str, Sequence[str]], list[str]]  # node, command -> argv that runs it there
 Progress = Callable[[int, int], None]  # (rounds done, rounds)
@@ -30,6 +45,8 @@ class BenchSetup:
     # Parallel TCP streams per pair: one flow rides one ECMP path, and two flows hashed onto one
     # uplink halve each other; several streams per pair measure the fabric, not one hash.
     streams: int = 8
+    tool: str = "iperf3"  # or ib_write_bw, ib_read_bw, ib_send_bw
+    qps: int = 4  # perftest queue pairs: several, for the same reason as several TCP streams
 
 
 def run_rounds(setup: BenchSetup, rounds: list[Round], progress: Progress = lambda d, n: None) -> list[Measurement]:
@@ -43,16 +60,13 @@ def run_rounds(setup: BenchSetup, rounds: list[Round], progress: Progress = lamb
 
 
 def measure_pair(setup: BenchSetup, pair: Pair) -> Measurement:
-    """iperf3 source -> target on the plane: a one-off server (-1) on the target, the client's JSON."""
-    source, target = pair
-    address = plane_interface(setup.plan, target, setup.plane).address or ""
-    server_ip = address.split("/")[0]
-    server = subprocess.Popen(setup.on_node(target, ["iperf3", "-s", "-1", "-B", server_ip]),
+    """The tool from source to target on the plane: a one-off server on the target, then the client."""
+    commands = pair_commands(setup, pair)
+    server = subprocess.Popen(setup.on_node(pair[1], commands.server),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.3)  # the server binds before the client connects
-        command = ["iperf3", "-c", server_ip, "-t", str(setup.seconds), "-P", str(setup.streams), "-J"]
-        client = subprocess.run(setup.on_node(source, command), capture_output=True, text=True,
+        time.sleep(0.3 if setup.tool == "iperf3" else 1.0)  # the server binds (perftest opens the HCA) first
+        client = subprocess.run(setup.on_node(pair[0], commands.client), capture_output=True, text=True,
                                 timeout=setup.seconds + 30, check=False)
     finally:
         if server.poll() is None:
@@ -61,13 +75,61 @@ def measure_pair(setup: BenchSetup, pair: Pair) -> Measurement:
     return _measurement(setup, pair, client.stdout)
 
 
+def pair_commands(setup: BenchSetup, pair: Pair) -> PairCommands:
+    client, server = pair_interfaces(setup.plan, setup.plane, pair)
+    ends = Endpoints(client_ip=_ip(client.address), server_ip=_ip(server.address), server_hca=server.hca,
+                     client_hca=client.hca, port_offset=rail_of(pair) or 0)
+    if setup.tool == "iperf3":
+        return iperf3_pair(ends, setup.seconds, setup.streams)
+    return perftest_pair(setup.tool, ends, setup.seconds, setup.qps, roce=_technology(setup) != "infiniband")
+
+
+def _ip(cidr: str | None) -> str:
+    return (cidr or "").split("/")[0]
+
+
+def _technology(setup: BenchSetup) -> str:
+    return next(p.technology for p in setup.plan.planes if p.name == setup.plane)
+
+
 def _measurement(setup: BenchSetup, pair: Pair, raw: str) -> Measurement:
-    expected = expected_gbps(setup.plan, pair[0], pair[1], setup.plane, setup.scale)
+    value = _value(setup.tool, raw)
+    a, b = pair_interfaces(setup.plan, setup.plane, pair)
+    expected = (rdma_expected_gbps(a, b, _technology(setup)) if setup.tool in PERFTEST_TOOLS
+                else tcp_expected_gbps(a, b, setup.scale))
+    status = "failed" if value is None else "low" if value < BELOW_EXPECTED * expected else "ok"
+    return Measurement(source=pair[0], destination=pair[1], plane=setup.plane, metric="throughput",
+                       value=value or 0.0, unit="Gb/s", expected=round(expected, 6), status=status, raw=raw,
+                       rail=rail_of(pair))
+
+
+def _value(tool: str, raw: str) -> float | None:
+    """Gb/s the client measured, or None when the run failed or printed nothing readable."""
     try:
-        result = parse_iperf3_json(raw)
+        if tool == "iperf3":
+            result = parse_iperf3_json(raw)
+            return None if result.error else result.received_gbps
+        perftest = parse_perftest(raw)
+        return perftest.gbps(perftest.rows[-1].bw_average)
+    except ParseError:
+        return None
+
+
+def run_nccl(plan: Plan, nodes: list[str], job: NcclJob, launcher: str, *, run: CommandRunner = run_local,
+             timeout: float = 3600) -> Measurement:
+    """One nccl-tests job over the nodes (one rank per GPU), judged by its own correctness check:
+    its bus bandwidth depends on the algorithm NCCL picks, so `bench compare` against a baseline
+    run judges the speed, not a figure from the Plan."""
+    gpus = min((n.gpus for n in plan.nodes if n.name in set(nodes)), default=0)
+    if gpus < 1:
+        raise UsageError(f"{NodeSet.fromlist(nodes)} have no GPUs in the Plan")
+    done = run(nccl_argv(launcher, nodes, gpus, job), check=False, timeout=timeout)
+    raw = done.stdout + done.stderr
+    try:
+        result = parse_nccl_tests(done.stdout)
     except ParseError:
         result = None
-    value = result.received_gbps if result and not result.error else 0.0
-    status = "failed" if result is None or result.error else "low" if value < BELOW_EXPECTED * expected else "ok"
-    return Measurement(source=pair[0], destination=pair[1], plane=setup.plane, metric="throughput", value=value,
-                       unit="Gb/s", expected=round(expected, 6), status=status, raw=raw)
+    value = result.avg_busbw_gbs if result and result.avg_busbw_gbs is not None else 0.0
+    status = "ok" if result is not None and result.ok and done.returncode == 0 else "failed"
+    return Measurement(source=str(NodeSet.fromlist(nodes)), destination=job.test, plane="compute",
+                       metric="busbw", value=value, unit="GB/s", expected=None, status=status, raw=raw)

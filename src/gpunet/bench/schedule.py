@@ -1,9 +1,10 @@
 """Which pairs measure together: all pairs in rounds of disjoint pairs (the circle method),
-rounds packed so no leaf's uplinks carry more flows than they can at line rate, incast, rails."""
+rounds packed so no leaf's uplinks carry more flows than they can at line rate, incast, and rail
+to rail (every rail at once, each node once per rail in a round)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 
 Pair = tuple[str, str]
 Round = list[Pair]
@@ -54,3 +55,48 @@ def incast(nodes: list[str], target: str) -> list[Round]:
 
 def one_pair(a: str, b: str) -> list[Round]:
     return [[(a, b)]]
+
+
+class RailPair(tuple[str, str]):
+    """A pair measured on one rail: still `(source, destination)` to every caller of a Pair (it
+    unpacks and indexes as one), with `.rail` naming the rail whose addresses a runner binds.
+    Pairs on different rails are different pairs."""
+
+    rail: int
+
+    def __new__(cls, source: str, destination: str, rail: int) -> RailPair:
+        pair = super().__new__(cls, (source, destination))
+        pair.rail = rail
+        return pair
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, tuple) and tuple(self) == tuple(other) and rail_of(other) == self.rail
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((self[0], self[1], self.rail))
+
+    def __repr__(self) -> str:
+        return f"RailPair({self[0]!r}, {self[1]!r}, rail={self.rail})"
+
+    def __getnewargs__(self) -> tuple[str, str, int]:  # copy and pickle rebuild it with its rail
+        return self[0], self[1], self.rail
+
+
+def rail_of(pair: object) -> int | None:
+    """The rail a pair is measured on; None for a pair on the plane as a whole."""
+    return pair.rail if isinstance(pair, RailPair) else None
+
+
+def rail_rounds(rails_of: Mapping[str, Collection[int]]) -> list[Round]:
+    """Rail i of every node to rail i of every other node (a rail-optimized plane: rail i of all
+    nodes shares leaf i): per rail, every pair of the nodes on it once, by the circle method;
+    round k carries round k of every rail at once, so each node appears at most once per rail in
+    a round and all its rails are loaded together."""
+    rails = sorted({r for node_rails in rails_of.values() for r in node_rails})
+    per_rail = {r: all_pair_rounds([n for n, node_rails in rails_of.items() if r in node_rails]) for r in rails}
+    count = max((len(rounds) for rounds in per_rail.values()), default=0)
+    return [[RailPair(a, b, r) for r in rails if k < len(per_rail[r]) for a, b in per_rail[r][k]]
+            for k in range(count)]

@@ -8,6 +8,7 @@ from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 
+from gpunet.errors import UsageError
 from gpunet.model.base import Frozen
 
 SCHEMA = """
@@ -18,9 +19,10 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE TABLE IF NOT EXISTS measurements (
     run_id INTEGER NOT NULL REFERENCES runs(id), source TEXT NOT NULL, destination TEXT NOT NULL,
     plane TEXT NOT NULL, metric TEXT NOT NULL, value REAL NOT NULL, unit TEXT NOT NULL,
-    expected REAL, status TEXT NOT NULL, raw TEXT NOT NULL
+    expected REAL, status TEXT NOT NULL, raw TEXT NOT NULL, rail INTEGER
 );
 """
+COLUMNS = ("source", "destination", "plane", "metric", "value", "unit", "expected", "status", "raw", "rail")
 
 
 class Measurement(Frozen):
@@ -33,10 +35,20 @@ class Measurement(Frozen):
     expected: float | None = None
     status: str  # ok | low | failed
     raw: str = ""
+    rail: int | None = None  # the rail measured (rail pattern); None for the plane as a whole
 
     @property
     def percent_of_expected(self) -> float | None:
         return 100 * self.value / self.expected if self.expected else None
+
+
+class RunInfo(Frozen):
+    id: int
+    started: str
+    plan_hash: str
+    tool: str
+    pattern: str
+    arguments: str
 
 
 class RunSummary(Frozen):
@@ -57,6 +69,8 @@ def _open(path: Path) -> sqlite3.Connection:
     path.parent.mkdir(parents=True, exist_ok=True)
     db = sqlite3.connect(path)
     db.executescript(SCHEMA)
+    if "rail" not in {row[1] for row in db.execute("PRAGMA table_info(measurements)")}:
+        db.execute("ALTER TABLE measurements ADD COLUMN rail INTEGER")  # a database from before rails
     return db
 
 
@@ -67,9 +81,8 @@ def save_run(path: Path, *, plan_hash: str, tool: str, pattern: str, arguments: 
                             (datetime.now(UTC).isoformat(timespec="seconds"), plan_hash, tool, pattern, arguments))
         run_id = int(cursor.lastrowid or 0)
         db.executemany(
-            "INSERT INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, m.source, m.destination, m.plane, m.metric, m.value, m.unit, m.expected, m.status, m.raw)
-             for m in measurements])
+            f"INSERT INTO measurements (run_id, {', '.join(COLUMNS)}) VALUES (?{', ?' * len(COLUMNS)})",
+            [(run_id, *(getattr(m, c) for c in COLUMNS)) for m in measurements])
     return run_id
 
 
@@ -84,7 +97,24 @@ def history(path: Path, limit: int = 20) -> list[RunSummary]:
 
 def measurements(path: Path, run_id: int) -> list[Measurement]:
     with closing(_open(path)) as db:
-        rows = db.execute("SELECT source, destination, plane, metric, value, unit, expected, status, raw "
-                          "FROM measurements WHERE run_id = ?", (run_id,)).fetchall()
-    keys = ("source", "destination", "plane", "metric", "value", "unit", "expected", "status", "raw")
-    return [Measurement(**dict(zip(keys, row, strict=True))) for row in rows]
+        rows = db.execute(f"SELECT {', '.join(COLUMNS)} FROM measurements WHERE run_id = ?", (run_id,)).fetchall()
+    return [Measurement(**dict(zip(COLUMNS, row, strict=True))) for row in rows]
+
+
+def run_info(path: Path, run_id: int) -> RunInfo | None:
+    """What was run (tool, pattern, arguments, plan) as stored; None for an unknown id."""
+    if not path.exists():
+        return None
+    with closing(_open(path)) as db:
+        row = db.execute("SELECT id, started, plan_hash, tool, pattern, arguments FROM runs WHERE id = ?",
+                         (run_id,)).fetchone()
+    return RunInfo(**dict(zip(RunInfo.model_fields, row, strict=True))) if row else None
+
+
+def load_run(path: Path, run_id: int) -> tuple[RunInfo, list[Measurement]]:
+    """A stored run and its measurements; an unknown id (or no database) is a UsageError."""
+    info = run_info(path, run_id)
+    if info is None:
+        where = f"in {path}" if path.exists() else f"({path} does not exist)"
+        raise UsageError(f"no bench run {run_id} {where}; `gpunet bench history` lists the runs")
+    return info, measurements(path, run_id)

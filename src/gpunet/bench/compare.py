@@ -1,0 +1,201 @@
+"""Two runs side by side: each pair's variance against the baseline, (current − baseline) /
+baseline, judged by rules read from YAML (or the default rules below)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from fnmatch import fnmatchcase
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError, model_validator
+
+from gpunet.bench.store import Measurement, load_run
+from gpunet.errors import SpecProblem, UsageError
+from gpunet.model.base import Frozen
+
+Verdict = Literal["ok", "warn", "fail", "new", "missing"]
+Key = tuple[str, str, str, str, int | None]  # source, destination, plane, metric, rail
+KeyPath = tuple[str | int, ...]
+
+# Used when no rules file is given. First matching rule wins, so the specific come first:
+# latency metrics (latency, latency_p99 ...: lower is better) warn 10 % above the baseline and
+# fail 20 % above; every other metric (throughput, bus bandwidth: higher is better) warns 5 %
+# below and fails 10 % below.
+DEFAULT_RULES_YAML = """\
+rules:
+  - metric: latency*
+    warn_above: 0.10
+    fail_above: 0.20
+  - metric: "*"
+    warn_below: -0.05
+    fail_below: -0.10
+"""
+RULE_HINTS = {
+    "extra_forbidden": "keys of a rule: metric, plane, warn_below, fail_below, warn_above, fail_above",
+    "missing": "add this key",
+    "too_short": "add at least one rule",
+    "float_parsing": "write a variance as a fraction, e.g. -0.05 for 5 % below the baseline",
+    "float_type": "write a variance as a fraction, e.g. -0.05 for 5 % below the baseline",
+}
+
+
+class Rule(Frozen):
+    """Thresholds on the variance of the metrics matching a shell pattern (`throughput`,
+    `latency*`, `*`), on one plane or (no plane) all."""
+
+    metric: str
+    plane: str | None = None
+    warn_below: float | None = None
+    fail_below: float | None = None
+    warn_above: float | None = None
+    fail_above: float | None = None
+
+    @model_validator(mode="after")
+    def _thresholds(self) -> Rule:
+        if (self.warn_below, self.fail_below, self.warn_above, self.fail_above) == (None,) * 4:
+            raise ValueError("a rule needs at least one of warn_below, fail_below, warn_above, fail_above")
+        if _out_of_order(self.fail_below, self.warn_below):
+            raise ValueError("fail_below must not be above warn_below (both are variances, e.g. -0.10 < -0.05)")
+        if _out_of_order(self.warn_above, self.fail_above):
+            raise ValueError("fail_above must not be below warn_above (both are variances, e.g. 0.20 > 0.10)")
+        return self
+
+    def matches(self, metric: str, plane: str) -> bool:
+        return fnmatchcase(metric, self.metric) and self.plane in (None, plane)
+
+    def verdict(self, variance: float) -> Verdict:
+        if _below(variance, self.fail_below) or _above(variance, self.fail_above):
+            return "fail"
+        if _below(variance, self.warn_below) or _above(variance, self.warn_above):
+            return "warn"
+        return "ok"
+
+
+class Rules(Frozen):
+    rules: tuple[Rule, ...] = Field(min_length=1)
+
+    def verdict(self, metric: str, plane: str, variance: float) -> Verdict:
+        """By the first rule matching the metric and plane; ok when none does."""
+        rule = next((r for r in self.rules if r.matches(metric, plane)), None)
+        return rule.verdict(variance) if rule else "ok"
+
+
+class Comparison(Frozen):
+    source: str
+    destination: str
+    plane: str
+    metric: str
+    rail: int | None = None
+    unit: str
+    baseline: float | None
+    current: float | None
+    variance: float | None  # (current − baseline) / baseline; None without both (or a zero baseline)
+    verdict: Verdict
+
+
+def _out_of_order(low: float | None, high: float | None) -> bool:
+    return low is not None and high is not None and low > high
+
+
+def _below(variance: float, threshold: float | None) -> bool:
+    return threshold is not None and variance < threshold
+
+
+def _above(variance: float, threshold: float | None) -> bool:
+    return threshold is not None and variance > threshold
+
+
+def compare(baseline: Iterable[Measurement], current: Iterable[Measurement], rules: Rules) -> list[Comparison]:
+    """Every (source, destination, plane, metric, rail) of either run: both values, the variance
+    and its verdict; `new` with no (or a zero, i.e. failed) baseline, `missing` when the current
+    run lacks it. Repeated measurements of one key count by their median."""
+    before, after = _by_key(baseline), _by_key(current)
+    keys = sorted(before.keys() | after.keys(), key=_sort_key)
+    return [_compare_one(key, before.get(key), after.get(key), rules) for key in keys]
+
+
+def _by_key(results: Iterable[Measurement]) -> dict[Key, tuple[float, str]]:
+    grouped: dict[Key, list[Measurement]] = {}
+    for m in results:
+        grouped.setdefault((m.source, m.destination, m.plane, m.metric, m.rail), []).append(m)
+    return {key: (statistics.median(m.value for m in ms), ms[0].unit) for key, ms in grouped.items()}
+
+
+def _sort_key(key: Key) -> tuple[str, str, str, str, int]:
+    return (*key[:4], -1 if key[4] is None else key[4])
+
+
+def _compare_one(key: Key, before: tuple[float, str] | None, after: tuple[float, str] | None,
+                 rules: Rules) -> Comparison:
+    source, destination, plane, metric, rail = key
+    unit = (after or before or (0.0, ""))[1]
+    old, new = (before[0] if before else None), (after[0] if after else None)
+    variance = (new - old) / old if old and new is not None else None
+    verdict: Verdict = ("missing" if new is None else "new" if variance is None
+                        else rules.verdict(metric, plane, variance))
+    return Comparison(source=source, destination=destination, plane=plane, metric=metric, rail=rail, unit=unit,
+                      baseline=old, current=new, variance=variance, verdict=verdict)
+
+
+def compare_runs(db: Path, baseline: int, current: int, rules_file: Path | None = None) -> list[Comparison]:
+    """Two stored runs compared by the rules file (the default rules without one)."""
+    rules = load_rules(rules_file)
+    return compare(load_run(db, baseline)[1], load_run(db, current)[1], rules)
+
+
+def load_rules(path: Path | None) -> Rules:
+    """The rules of a YAML file, or DEFAULT_RULES_YAML; a bad file is a UsageError naming
+    file:line:column and the problem."""
+    if path is None:
+        return parse_rules(DEFAULT_RULES_YAML, "<default rules>")
+    try:
+        return parse_rules(path.read_text(), str(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the rules file: {exc}") from None
+
+
+def parse_rules(text: str, file: str = "<rules>") -> Rules:
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        raise UsageError(f"{file}:{line}:{column}: YAML syntax: {getattr(exc, 'problem', None) or exc}") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{file}:1:1: a rules file is a mapping with a `rules:` list (see `gpunet bench compare "
+                         "--help`)")
+    try:
+        return Rules.model_validate(data)
+    except ValidationError as exc:
+        marks = _marks(root, ())
+        errors = exc.errors()
+        above = {e["loc"][:i] for e in errors for i in range(len(e["loc"]))}  # a list whose items failed
+        real = [e for e in errors if not (e["type"] == "too_short" and e["loc"] in above)]
+        raise UsageError("\n".join(str(_problem(e, marks, file)) for e in real)) from None
+
+
+def _problem(error: Any, marks: dict[KeyPath, tuple[int, int]], file: str) -> SpecProblem:
+    path = tuple(error["loc"])
+    located = next((path[:i] for i in range(len(path), -1, -1) if path[:i] in marks), ())
+    message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+    hint = RULE_HINTS.get(error["type"], "see the README's bench compare section")
+    return SpecProblem(message, path, hint, file, *marks.get(located, (1, 1)))
+
+
+def _marks(node: yaml.Node | None, path: KeyPath) -> dict[KeyPath, tuple[int, int]]:
+    """Where each key path of the YAML document starts (1-based line, column)."""
+    if node is None:
+        return {}
+    marks = {path: (node.start_mark.line + 1, node.start_mark.column + 1)}
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            marks |= _marks(value, (*path, key.value))
+            marks[(*path, key.value)] = (key.start_mark.line + 1, key.start_mark.column + 1)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            marks |= _marks(item, (*path, i))
+    return marks

@@ -1,0 +1,99 @@
+"""`gpunet bench show | compare | run --png` through the real Typer app, on a results database
+written by the store (no lab: `run` gets its measurements from a stand-in for api.bench)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpunet import api
+from gpunet.bench.store import Measurement, save_run
+from gpunet.cli.main import app
+
+runner = CliRunner()
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def m(source: str, destination: str, value: float, status: str = "ok") -> Measurement:
+    return Measurement(source=source, destination=destination, plane="compute", metric="throughput", value=value,
+                       unit="Gb/s", expected=10.0, status=status, raw="{}")
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    """Run 1 the baseline; run 2 with a-c 7 % down (warn), b-c 30 % down (fail), a-b gone."""
+    path = tmp_path / "bench.sqlite"
+    save_run(path, plan_hash="h", tool="iperf3", pattern="all-pairs", arguments="plane=compute",
+             measurements=[m("a", "b", 9.0), m("a", "c", 9.0), m("b", "c", 9.0)])
+    save_run(path, plan_hash="h", tool="iperf3", pattern="all-pairs", arguments="plane=compute",
+             measurements=[m("a", "c", 8.37), m("b", "c", 6.3, "low")])
+    return path
+
+
+def test_show_prints_the_stored_matrix(db: Path) -> None:
+    result = runner.invoke(app, ["bench", "show", "2", "--db", str(db)], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    assert "run 2: iperf3 all-pairs, plane=compute" in result.stdout
+    lines = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()
+             if line.strip() and line.split()[0] in ("a", "b", "c")}
+    assert lines == {"a": ["84"], "b": ["63"], "c": ["84", "63"]}  # a-b was not measured: empty
+
+
+def test_show_json_and_png(db: Path, tmp_path: Path) -> None:
+    png = tmp_path / "heat.png"
+    result = runner.invoke(app, ["bench", "show", "1", "--db", str(db), "--png", str(png), "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["run"]["pattern"] == "all-pairs" and len(body["measurements"]) == 3
+    assert body["measurements"][0]["percent_of_expected"] == pytest.approx(90.0)
+    assert png.read_bytes().startswith(PNG_SIGNATURE)
+
+
+def test_compare_flags_the_regression_and_exits_1(db: Path) -> None:
+    result = runner.invoke(app, ["bench", "compare", "1", "2", "--db", str(db), "--json"])
+    assert result.exit_code == 1, result.output
+    rows = {(r["source"], r["destination"]): r for r in json.loads(result.stdout)}
+    assert {k: r["verdict"] for k, r in rows.items()} == {("a", "b"): "missing", ("a", "c"): "warn",
+                                                          ("b", "c"): "fail"}
+    assert rows["b", "c"]["variance"] == pytest.approx(-0.3)
+    table = runner.invoke(app, ["bench", "compare", "1", "2", "--db", str(db)], terminal_width=200)
+    assert "-30.0 %" in table.stdout and "-7.0 %" in table.stdout and "1 fail, 1 warn, 1 missing" in table.stdout
+
+
+def test_compare_by_a_looser_rules_file_passes(db: Path, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - metric: throughput\n    warn_below: -0.05\n    fail_below: -0.50\n")
+    result = runner.invoke(app, ["bench", "compare", "1", "2", "--db", str(db), "--rules", str(rules), "--json"])
+    assert result.exit_code == 0, result.output
+    assert sorted(r["verdict"] for r in json.loads(result.stdout)) == ["missing", "warn", "warn"]
+
+
+def test_compare_with_a_bad_rules_file_or_run_exits_2(db: Path, tmp_path: Path) -> None:
+    rules = tmp_path / "rules.yaml"
+    rules.write_text("rules:\n  - metric: throughput\n    fail_belw: -0.1\n")
+    result = runner.invoke(app, ["bench", "compare", "1", "2", "--db", str(db), "--rules", str(rules)])
+    assert result.exit_code == 2 and "rules.yaml:3:5: rules.0.fail_belw: unknown key" in result.stderr
+    unknown = runner.invoke(app, ["bench", "compare", "1", "7", "--db", str(db)])
+    assert unknown.exit_code == 2 and "no bench run 7 in" in unknown.stderr
+    missing_db = runner.invoke(app, ["bench", "show", "1", "--db", str(tmp_path / "none.sqlite")])
+    assert missing_db.exit_code == 2 and "does not exist" in missing_db.stderr
+
+
+def test_run_draws_the_heat_map(db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def measured(**arguments: object) -> tuple[int, list[Measurement]]:
+        results = [m("a", "b", 9.5), m("b", "a", 4.0, "low")]
+        run = save_run(arguments["db"], plan_hash="h", tool="iperf3",  # type: ignore[arg-type]
+                       pattern=str(arguments["pattern"]), arguments="", measurements=results)
+        return run, results
+
+    monkeypatch.setattr(api, "bench", measured)
+    png = tmp_path / "run.png"
+    result = runner.invoke(app, ["bench", "run", "--pattern", "rail", "--db", str(db), "--png", str(png)],
+                           terminal_width=200)
+    assert result.exit_code == 1, result.output  # b -> a is low
+    assert "run 3 saved" in result.stdout and png.read_bytes().startswith(PNG_SIGNATURE)
+    shown = json.loads(runner.invoke(app, ["bench", "show", "3", "--db", str(db), "--json"]).stdout)
+    assert shown["run"]["pattern"] == "rail"
