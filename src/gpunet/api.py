@@ -16,6 +16,8 @@ from gpunet.bench.store import Measurement, save_run
 from gpunet.checks import Context, Finding, run_checks
 from gpunet.design import design
 from gpunet.errors import DesignError, SpecError, UsageError
+from gpunet.fleet import ClusterShellRunner, lab_runner
+from gpunet.fleet.doctor import FleetDoctorReport, doctor_command, fold_doctor
 from gpunet.lab.build import node_argv, plan_digest
 from gpunet.lab.state import lab_dir, read_state
 from gpunet.model.io import read_plan
@@ -102,6 +104,36 @@ def doctor(
     state = probe_node(run, root, hostnames, interval)
     results = run_probes(plan_probes(plan, node), run) if peers and plan and node else []
     return state, run_checks(Context(state=state, plan=plan, node=node, peer_results=results))
+
+
+def fleet_runner(*, lab: str | None = None, ssh_lab: str | None = None, plan: Path | None = None,
+                 user: str | None = None, key: Path | None = None, fanout: int = 64,
+                 timeout: float = 600) -> ClusterShellRunner:
+    """Lab servers through ip netns exec, lab servers over real SSH with the lab key, or real nodes
+    over SSH (at their management addresses when a plan is given)."""
+    if lab:
+        return lab_runner(lab, str(lab_dir(lab) / "uts"), timeout)
+    if ssh_lab:
+        state = read_state(ssh_lab)
+        if state is None:
+            raise UsageError(f"no lab {ssh_lab!r}; `gpunet lab up` builds one")
+        return ClusterShellRunner(user="root", key=str(lab_dir(ssh_lab) / "id_ed25519"),
+                                  addresses=state.mgmt_addresses, fanout=fanout, command_timeout=timeout,
+                                  ssh_options=("-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+                                               "-o", "LogLevel=ERROR"))
+    addresses = management_addresses(plan) if plan else {}
+    return ClusterShellRunner(user=user, key=str(key) if key else None, addresses=addresses, fanout=fanout,
+                              command_timeout=timeout)
+
+
+def fleet_doctor(runner: ClusterShellRunner, nodes: str, *, remote_plan: str, gpunet: Sequence[str],
+                 peers: bool, interval: float) -> FleetDoctorReport:
+    """`gpunet doctor --json` on every node of the NodeSet, findings folded across nodes."""
+    try:
+        wanted = NodeSet(nodes)
+    except NodeSetException as exc:
+        raise UsageError(f"bad NodeSet {nodes!r}: {exc}") from None
+    return fold_doctor(runner.run(doctor_command(gpunet, remote_plan, peers, interval), wanted))
 
 
 def probe(interval: float, run: CommandRunner = run_local, root: Path = Path("/")) -> NodeState:

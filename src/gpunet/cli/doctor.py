@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -14,9 +16,13 @@ from gpunet import api
 from gpunet.checks import Finding
 from gpunet.cli.console import stderr, stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
+from gpunet.fleet.doctor import FleetDoctorReport
+from gpunet.lab.build import LAB_PLAN
+from gpunet.lab.state import lab_dir
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 Interval = Annotated[float, typer.Option("--interval", help="Seconds between the two counter samples.", min=0)]
+DEFAULT_REMOTE_PLAN = "/etc/gpunet/plan.json"
 COLOURS = {"fail": "red", "warn": "yellow", "skip": "dim", "pass": "green"}
 
 
@@ -29,9 +35,24 @@ def doctor(
     = False,
     interval: Interval = 2.0,
     show_pass: Annotated[bool, typer.Option("--all", help="List passing checks too.")] = False,
+    fleet: Annotated[str | None, typer.Option("--fleet", help="Run the doctor on these nodes (NodeSet) and fold "
+                                                             "their findings.")] = None,
+    lab: Annotated[str | None, typer.Option("--lab", help="With --fleet: this lab's servers (ip netns exec).")]
+    = None,
+    ssh_lab: Annotated[str | None, typer.Option("--ssh-lab", help="With --fleet: this lab's servers over SSH.")]
+    = None,
+    remote_plan: Annotated[str | None, typer.Option(
+        "--remote-plan", help="With --fleet: the plan's path on the nodes (default: the lab's plan in a lab, "
+                              "else /etc/gpunet/plan.json).")] = None,
+    user: Annotated[str | None, typer.Option("--user", help="With --fleet: SSH user.")] = None,
+    key: Annotated[Path | None, typer.Option("--key", help="With --fleet: SSH private key.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Every applicable check on this node: failures first, each with its fix. Exit 1 on a failure."""
+    """Every applicable check on this node (or, with --fleet, on many): failures first, each with its
+    fix. Exit 1 on a failure."""
+    if fleet is not None:
+        _fleet(fleet, FleetOptions(plan, lab, ssh_lab, remote_plan, user, key), peers, interval, show_pass, as_json)
+        return
     with stderr.status("probing…", spinner="dots"):
         state, findings = api.doctor(plan, node, peers=peers, interval=interval)
     failed = any(f.verdict == "fail" for f in findings)
@@ -58,6 +79,52 @@ def _print(findings: list[Finding], show_pass: bool) -> None:
     counts = {v: sum(f.verdict == v for f in findings) for v in COLOURS}
     stdout.print(table)
     stdout.print(" ".join(f"[{COLOURS[v]}]{n} {v}[/{COLOURS[v]}]" for v, n in counts.items()))
+
+
+@dataclass(frozen=True)
+class FleetOptions:
+    plan: Path | None
+    lab: str | None
+    ssh_lab: str | None
+    remote_plan: str | None
+    user: str | None
+    key: Path | None
+
+
+def _fleet(nodes: str, options: FleetOptions, peers: bool, interval: float, show_pass: bool, as_json: bool) -> None:
+    lab = options.lab or options.ssh_lab
+    remote_plan = options.remote_plan or (str(lab_dir(lab) / LAB_PLAN) if lab else DEFAULT_REMOTE_PLAN)
+    # In a lab the servers share this filesystem: run this very gpunet; real nodes have their own.
+    gpunet = [sys.executable, "-m", "gpunet"] if lab else ["gpunet"]
+    runner = api.fleet_runner(lab=options.lab, ssh_lab=options.ssh_lab, plan=options.plan, user=options.user,
+                              key=options.key, timeout=120 + interval)
+    with stderr.status(f"doctor on {nodes}…", spinner="dots"):
+        report = api.fleet_doctor(runner, nodes, remote_plan=remote_plan, gpunet=gpunet, peers=peers,
+                                  interval=interval)
+    if as_json:
+        print(report.model_dump_json(indent=1))
+    else:
+        _print_fleet(report, show_pass)
+    if report.failed:
+        raise typer.Exit(EXIT_CHECKS_FAILED)
+
+
+def _print_fleet(report: FleetDoctorReport, show_pass: bool) -> None:
+    table = Table(box=box.SIMPLE_HEAD)
+    for column in ("", "check", "subject", "nodes", "observed", "fix"):
+        table.add_column(column, overflow="fold")
+    for f in report.findings:
+        if f.verdict == "pass" and not show_pass:
+            continue
+        colour = COLOURS[f.verdict]
+        more = f" (+{f.variants - 1} other values)" if f.variants > 1 else ""
+        table.add_row(f"[{colour}]{f.verdict}[/{colour}]", f.check, f.subject, f.nodes, f.observed + more, f.fix)
+    stdout.print(table)
+    for nodes, why in report.unreachable.items():
+        stdout.print(f"[red]no findings[/red] {nodes}: {why}", markup=True)
+    failing = [f for f in report.findings if f.verdict == "fail"]
+    stdout.print(f"{report.nodes} nodes: {len(failing)} failing finding(s), "
+                 f"{len(report.unreachable)} group(s) of nodes without findings")
 
 
 @handles_errors

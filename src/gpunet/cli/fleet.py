@@ -12,8 +12,7 @@ from ClusterShell.NodeSet import NodeSet, NodeSetException
 from gpunet import api
 from gpunet.cli.console import stdout
 from gpunet.cli.errors import EXIT_BAD_INPUT, EXIT_CHECKS_FAILED, handles_errors
-from gpunet.fleet import ClusterShellRunner, FleetResult, lab_runner
-from gpunet.lab.state import lab_dir, read_state
+from gpunet.fleet import FleetResult
 
 app = typer.Typer(help="Run commands on many nodes through ClusterShell.", no_args_is_help=True)
 
@@ -39,26 +38,12 @@ def run_(
     except NodeSetException as exc:
         stdout.print(f"[red]error[/red] bad NodeSet {nodes!r}: {exc}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    runner = _runner(lab, ssh_lab, plan, user, key, fanout, timeout)
+    runner = api.fleet_runner(lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout,
+                              timeout=timeout)
     result = runner.run(command, wanted)
     _print(result, as_json)
     if result.failed:
         raise typer.Exit(EXIT_CHECKS_FAILED)
-
-
-def _runner(lab: str | None, ssh_lab: str | None, plan: Path | None, user: str | None, key: Path | None,
-            fanout: int, timeout: float) -> ClusterShellRunner:
-    if lab:
-        return lab_runner(lab, str(lab_dir(lab) / "uts"), timeout)
-    if ssh_lab:
-        state = read_state(ssh_lab)
-        addresses = state.mgmt_addresses if state else {}
-        return ClusterShellRunner(user="root", key=str(lab_dir(ssh_lab) / "id_ed25519"), addresses=addresses,
-                                  ssh_options=("-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-                                               "-o", "LogLevel=ERROR"), fanout=fanout, command_timeout=timeout)
-    addresses = api.management_addresses(plan) if plan else {}
-    return ClusterShellRunner(user=user, key=str(key) if key else None, addresses=addresses, fanout=fanout,
-                              command_timeout=timeout)
 
 
 def _print(result: FleetResult, as_json: bool) -> None:

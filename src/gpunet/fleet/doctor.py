@@ -1,0 +1,77 @@
+"""`gpunet doctor` on many nodes: each node runs its own checklist (`doctor --json`) through the
+fleet runner; the findings come back as data and fold like clush -b, one line per (check,
+verdict, subject) with the nodes that share it: `GN-MTU-01 fail ib3: gpu[003,017]`."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+
+from ClusterShell.NodeSet import NodeSet
+from pydantic import ValidationError
+
+from gpunet.checks import Finding
+from gpunet.checks.base import VERDICT_ORDER
+from gpunet.fleet import FleetResult
+from gpunet.model.base import Frozen
+
+
+class FoldedFinding(Frozen):
+    check: str
+    verdict: str
+    subject: str
+    nodes: str  # folded NodeSet
+    count: int
+    observed: str  # the first node's; `variants` says how many differ
+    variants: int
+    expected: str
+    fix: str
+
+
+class FleetDoctorReport(Frozen):
+    nodes: int
+    findings: tuple[FoldedFinding, ...]
+    unreachable: dict[str, str]  # folded nodes -> why no findings came back
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.unreachable) or any(f.verdict == "fail" for f in self.findings)
+
+
+def doctor_command(gpunet: Sequence[str], remote_plan: str, peers: bool, interval: float) -> list[str]:
+    """What each node runs: its own checklist against the plan, as JSON (its hostname names it)."""
+    return [*gpunet, "doctor", "--plan", remote_plan, "--json", "--interval", f"{interval:g}",
+            *(["--peers"] if peers else [])]
+
+
+def fold_doctor(result: FleetResult) -> FleetDoctorReport:
+    findings: list[Finding] = []
+    unreachable: dict[str, list[str]] = defaultdict(list)
+    for name, outcome in result.outcomes.items():
+        parsed = _findings(outcome.stdout) if outcome.rc in (0, 1) else None
+        if parsed is None:
+            why = outcome.error or f"exit {outcome.rc}: {(outcome.stderr or outcome.stdout).strip()[-200:]}"
+            unreachable[why].append(name)
+        else:
+            findings += [f.model_copy(update={"node": name}) for f in parsed]
+    return FleetDoctorReport(nodes=len(result.outcomes), findings=tuple(_fold(findings)),
+                             unreachable={str(NodeSet.fromlist(n)): why for why, n in unreachable.items()})
+
+
+def _findings(stdout: str) -> list[Finding] | None:
+    try:
+        return [Finding.model_validate(f) for f in json.loads(stdout)["findings"]]
+    except (ValueError, KeyError, TypeError, ValidationError):
+        return None
+
+
+def _fold(findings: list[Finding]) -> list[FoldedFinding]:
+    groups: dict[tuple[str, str, str], list[Finding]] = defaultdict(list)
+    for f in findings:
+        groups[f.check, f.verdict, f.subject].append(f)
+    folded = [FoldedFinding(check=c, verdict=v, subject=s, nodes=str(NodeSet.fromlist([f.node for f in fs])),
+                            count=len(fs), observed=fs[0].observed or fs[0].evidence,
+                            variants=len({f.observed for f in fs}), expected=fs[0].expected, fix=fs[0].fix)
+              for (c, v, s), fs in groups.items()]
+    return sorted(folded, key=lambda f: (VERDICT_ORDER.get(f.verdict, 9), f.check, f.subject))

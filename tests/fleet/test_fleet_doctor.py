@@ -1,0 +1,68 @@
+"""`doctor --fleet`: every node's checklist through the fleet runner, findings folded across
+nodes; nodes that return no findings are named, not dropped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gpunet.checks import Finding
+from gpunet.fleet import FleetResult, NodeOutcome
+from gpunet.fleet.doctor import doctor_command, fold_doctor
+from gpunet.lab.faults import apply_fault, heal
+from tests.lab.helpers import built_lab
+
+
+def _report(node: str, *findings: Finding) -> NodeOutcome:
+    body = {"node": node, "failed": any(f.verdict == "fail" for f in findings),
+            "findings": [f.model_dump() for f in findings]}
+    return NodeOutcome(node=node, rc=1 if body["failed"] else 0, stdout=json.dumps(body))
+
+
+def _finding(node: str, check: str, verdict: str, subject: str, observed: str = "") -> Finding:
+    return Finding(check=check, area="x", title="t", verdict=verdict, node=node, subject=subject, observed=observed)
+
+
+def test_findings_fold_across_nodes_and_silent_nodes_are_named() -> None:
+    outcomes = {n: _report(n, _finding(n, "GN-LINK-01", "pass", "ens1")) for n in ("gpu1", "gpu2", "gpu4")}
+    outcomes["gpu3"] = _report("gpu3", _finding("gpu3", "GN-LINK-01", "pass", "ens1"),
+                               _finding("gpu3", "GN-MTU-01", "fail", "ens1", "1500"))
+    outcomes["gpu5"] = _report("gpu5", _finding("gpu5", "GN-MTU-01", "fail", "ens1", "4000"))
+    outcomes["gpu6"] = NodeOutcome(node="gpu6", rc=None, error="timed out")
+    outcomes["gpu7"] = NodeOutcome(node="gpu7", rc=127, stderr="sh: gpunet: not found")
+    outcomes["gpu8"] = NodeOutcome(node="gpu8", rc=1, stdout="Traceback (most recent call last): ...")
+    report = fold_doctor(FleetResult(command="gpunet doctor", outcomes=outcomes))
+    first = report.findings[0]
+    assert (first.check, first.verdict, first.nodes, first.count, first.variants) == ("GN-MTU-01", "fail",
+                                                                                      "gpu[3,5]", 2, 2)
+    assert [(f.check, f.nodes) for f in report.findings[1:]] == [("GN-LINK-01", "gpu[1-4]")]
+    assert report.unreachable == {"gpu6": "timed out", "gpu7": "exit 127: sh: gpunet: not found",
+                                  "gpu8": "exit 1: Traceback (most recent call last): ..."}
+    assert report.failed and report.nodes == 8
+
+
+def test_the_command_each_node_runs() -> None:
+    assert doctor_command(["gpunet"], "/etc/gpunet/plan.json", peers=True, interval=2) == [
+        "gpunet", "doctor", "--plan", "/etc/gpunet/plan.json", "--json", "--interval", "2", "--peers"]
+
+
+@pytest.mark.lab
+def test_doctor_fleet_over_the_lab_names_the_one_faulty_server() -> None:
+    with built_lab("zg"):
+        apply_fault("zg", "gpu3:ens1", "mtu", "1500")
+        try:
+            done = subprocess.run([sys.executable, "-m", "gpunet", "doctor", "--fleet", "gpu[1-8]", "--lab", "zg",
+                                   "--interval", "0.5", "--json"], capture_output=True, text=True, timeout=300,
+                                  check=False)
+        finally:
+            heal("zg")
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout)
+    assert report["nodes"] == 8 and report["unreachable"] == {}
+    failing = {(f["check"], f["nodes"], f["subject"]) for f in report["findings"] if f["verdict"] == "fail"}
+    assert failing == {("GN-MTU-01", "gpu3", "ens1")}, failing
+    link = next(f for f in report["findings"] if f["check"] == "GN-LINK-01" and f["subject"] == "ens1")
+    assert (link["verdict"], link["nodes"]) == ("pass", "gpu[1-8]")
