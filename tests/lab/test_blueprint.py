@@ -57,7 +57,22 @@ def test_routed_switches_get_a_route_per_endpoint_with_ecmp_across_spines() -> N
     assert sum(" dev p" in r and "nexthop" not in r and "via" not in r for r in routes) == 4
     remote = [r for r in routes if "nexthop" in r]
     assert len(remote) == 4 and all(r.count("nexthop via") == 4 for r in remote)
-    assert leaf.sysctls["net.ipv4.fib_multipath_hash_policy"] == "1"
+    assert leaf.sysctls["net.ipv4.fib_multipath_hash_policy"] == "3"  # the 5-tuple, hashed by the switch
+
+
+def test_each_switch_hashes_with_its_own_seed_and_interleaves_spines() -> None:
+    """Every hop using one hash value polarizes ECMP: a spine only ever gets part of the range."""
+    bp = build_blueprint(small_plan(), "t", slot=0)
+    routers = [n for n in bp.namespaces if n.kind == "router"]
+    seeds = [n.sysctls["net.ipv4.fib_multipath_hash_seed"] for n in routers]
+    assert len(set(seeds)) == len(routers) and "0" not in seeds
+    leaf = next(n for n in routers if n.device == "comp-leaf001")
+    remote = next(c for c in leaf.commands if "nexthop" in c)
+    ports = [int(word[1:]) for word in remote.split() if word.startswith("p") and word[1:].isdigit()]
+    spine_of = {v.a_if if v.a_ns == leaf.name else v.b_if: v.b_end.split(":")[0] if v.a_ns == leaf.name
+                else v.a_end.split(":")[0] for v in bp.veths if leaf.name in (v.a_ns, v.b_ns)}
+    order = [spine_of[f"p{p}"] for p in ports]
+    assert order[0] != order[1] and order[2] != order[3], order  # spine1, spine2, spine1, spine2
 
 
 def test_single_switch_planes_are_bridges_and_the_host_plugs_into_management() -> None:

@@ -28,7 +28,12 @@ def tc_batch(run: CommandRunner, lines: Iterable[str], ns: str) -> None:
         run(["tc", "-n", ns, "-batch", "-"], stdin=text + "\n")
 
 
+OPTIONAL_SYSCTLS = {"net.ipv4.fib_multipath_hash_seed"}  # newer kernels only: left out where absent
+
+
 def set_sysctls(run: CommandRunner, ns: str, values: dict[str, str]) -> None:
+    values = {k: v for k, v in values.items()
+              if k not in OPTIONAL_SYSCTLS or Path("/proc/sys", *k.split(".")).exists()}
     if values:
         run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", *(f"{k}={v}" for k, v in values.items())])
 

@@ -50,6 +50,18 @@ def host_routes(
     return routes
 
 
+def _interleaved(hops: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
+    """Next hops round-robin across neighbours (spine1 link a, spine2 link a, spine1 link b, ...):
+    where a kernel hashes the same value at every hop, each spine's share of the hash range then
+    still spreads over all its links down."""
+    position: dict[str, int] = {}
+    ranked = []
+    for neighbour, via, dev in hops:
+        position[neighbour] = position.get(neighbour, -1) + 1
+        ranked.append((position[neighbour], neighbour, via, dev))
+    return [(via, dev) for _, _, via, dev in sorted(ranked)]
+
+
 def _next_hops(graph: nx.MultiGraph, leaf: str, p2p: dict[tuple[str, str], IPv4Interface]) -> dict[str, str]:
     """For every other switch, the ECMP next-hop clause toward `leaf`."""
     distance = nx.single_source_shortest_path_length(graph, leaf)
@@ -57,11 +69,11 @@ def _next_hops(graph: nx.MultiGraph, leaf: str, p2p: dict[tuple[str, str], IPv4I
     for switch, dist in distance.items():
         if switch == leaf:
             continue
-        hops = [
-            (str(p2p[neighbour, data["ports"][neighbour]].ip), port_if(data["ports"][switch]))
+        hops = _interleaved([
+            (neighbour, str(p2p[neighbour, data["ports"][neighbour]].ip), port_if(data["ports"][switch]))
             for _, neighbour, data in graph.edges(switch, data=True)
             if distance.get(neighbour) == dist - 1
-        ]
+        ])
         if len(hops) == 1:
             result[switch] = f"via {hops[0][0]} dev {hops[0][1]}"
         else:
