@@ -185,3 +185,20 @@ def test_roce_hw_counters_are_exported_and_lifespan_is_not(tmp_path: Path) -> No
     assert "lifespan" not in text
     assert f"gpunet_infiniband_port_data_transmitted_bytes_total{{{labels}}} 4000.0" in text
     assert f"gpunet_infiniband_rate_bytes_per_second{{{labels}}} 5e+10" in text
+
+
+def test_counters_come_from_one_read_of_proc_net_dev(tmp_path: Path) -> None:
+    """Where /proc/net/dev exists it gives every interface's counters at once (recorded here);
+    sysfs then only gives the link facts, written by the test for the recorded eth0."""
+    eth0 = tmp_path / "sys/class/net/eth0"
+    (eth0 / "device").mkdir(parents=True)
+    for name, value in {"operstate": "up", "carrier": "1", "mtu": "1500", "speed": "25000"}.items():
+        (eth0 / name).write_text(value + "\n")
+    (tmp_path / "proc/net").mkdir(parents=True)
+    shutil.copy(FIXTURES / "proc_net_dev/buildhost/output.txt", tmp_path / "proc/net/dev")
+    text = scrape(NodeView(root=tmp_path), with_plan=False)
+    assert 'gpunet_network_receive_bytes_total{device="eth0",plane=""} 1.23195243e+08' in text
+    assert 'gpunet_network_transmit_packets_total{device="eth0",plane=""} 2611.0' in text
+    assert 'device="lo"' not in text  # virtual, and not in a Plan
+    (tmp_path / "proc/net/dev").write_text("garbage\n")
+    assert 'gpunet_collector_success{collector="netdev"} 0.0' in scrape(NodeView(root=tmp_path), with_plan=False)

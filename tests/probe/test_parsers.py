@@ -28,6 +28,7 @@ from gpunet.probe.parsers import (
     parse_ip_route_json,
     parse_nft_json,
     parse_proc_bonding,
+    parse_proc_net_dev,
     parse_proc_snmp,
     parse_sshd_t,
 )
@@ -38,6 +39,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "ethtool_link": parse_ethtool_link,
     "ibstat": parse_ibstat,
     "proc_net_bonding": parse_proc_bonding,
+    "proc_net_dev": parse_proc_net_dev,
     "proc_net_snmp": parse_proc_snmp,
     "proc_net_netstat": lambda text: parse_proc_snmp(text, "/proc/net/netstat"),
     "nft_json": parse_nft_json,

@@ -11,10 +11,11 @@ from pathlib import Path
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from gpunet.errors import ProbeError
+from gpunet.errors import ParseError, ProbeError
 from gpunet.model.plan import Interface
 from gpunet.model.state import IbPort, InterfaceState
 from gpunet.probe.node import read_bonds, read_snmp
+from gpunet.probe.parsers import parse_proc_net_dev
 from gpunet.probe.sysfs import read_ib_ports, read_interfaces
 
 Collect = Callable[[], Iterable[Metric]]
@@ -75,9 +76,24 @@ class NodeView:
 
 
 def exported_interfaces(view: NodeView) -> list[InterfaceState]:
-    """Physical interfaces, plus virtual ones the Plan names (a lab's veths) or all with include_virtual."""
-    planned = view.plane_of
-    return [i for i in read_interfaces(view.root) if not i.virtual or view.include_virtual or i.name in planned]
+    """Physical interfaces, plus virtual ones the Plan names (a lab's veths) or all with include_virtual;
+    counters from /proc/net/dev (one read for all) where it exists, else each statistics/ file."""
+    planned, counters = view.plane_of, _proc_net_dev(view.root)
+    chosen = [i for i in read_interfaces(view.root, statistics=counters is None)
+              if not i.virtual or view.include_virtual or i.name in planned]
+    if counters is None:
+        return chosen
+    return [i.model_copy(update={"statistics": counters.get(i.name, {})}) for i in chosen]
+
+
+def _proc_net_dev(root: Path) -> dict[str, dict[str, int]] | None:
+    path = root / "proc/net/dev"
+    try:
+        return parse_proc_net_dev(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ParseError) as exc:
+        raise CollectorError(f"{path}: {exc}") from None
 
 
 def collect_netdev(view: NodeView) -> list[Metric]:

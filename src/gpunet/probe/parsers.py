@@ -162,6 +162,29 @@ def _snmp_pair(header: str, values: str, line: int, tool: str) -> dict[str, dict
     return {group: dict(zip(keys, map(int, counts), strict=True))}
 
 
+PROC_NET_DEV_FIELDS = (  # the 16 columns after "name:", as /sys/class/net/<dev>/statistics names them
+    "rx_bytes", "rx_packets", "rx_errors", "rx_dropped", "rx_fifo_errors", "rx_frame_errors", "rx_compressed",
+    "multicast", "tx_bytes", "tx_packets", "tx_errors", "tx_dropped", "tx_fifo_errors", "collisions",
+    "tx_carrier_errors", "tx_compressed",
+)
+
+
+def parse_proc_net_dev(text: str) -> dict[str, dict[str, int]]:
+    """/proc/net/dev: every interface's counters in one read (the receive 'drop' column is
+    rx_dropped plus rx_missed_errors, as the kernel prints it)."""
+    lines = text.splitlines()
+    if len(lines) < 2 or "|" not in lines[0]:
+        raise ParseError("/proc/net/dev", 1, "no 'Inter-|   Receive ... |  Transmit' header")
+    result: dict[str, dict[str, int]] = {}
+    for number, line in enumerate(lines[2:], start=3):
+        name, sep, numbers = line.partition(":")
+        values = numbers.split()
+        if not sep or len(values) != len(PROC_NET_DEV_FIELDS) or not all(v.isdigit() for v in values):
+            raise ParseError("/proc/net/dev", number, f"expected 'name: {len(PROC_NET_DEV_FIELDS)} counters'")
+        result[name.strip()] = dict(zip(PROC_NET_DEV_FIELDS, map(int, values), strict=True))
+    return result
+
+
 def load_json(text: str, tool: str) -> Any:
     """JSON output of a tool, or ParseError(tool, line) where it is not JSON."""
     try:

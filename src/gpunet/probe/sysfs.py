@@ -22,12 +22,16 @@ def _int(path: Path) -> int | None:
     return int(text) if text is not None and text.lstrip("-").isdigit() else None
 
 
-def read_interfaces(root: Path = Path("/")) -> list[InterfaceState]:
+def read_interfaces(root: Path = Path("/"), statistics: bool = True) -> list[InterfaceState]:
+    """Every interface; without `statistics`, only the link facts (an exporter takes the counters
+    of all interfaces from one read of /proc/net/dev: 23 files per interface cost 16x more)."""
     base = root / "sys/class/net"
-    return [read_interface(base / name.name) for name in sorted(base.iterdir())] if base.exists() else []
+    if not base.exists():
+        return []
+    return [read_interface(base / name.name, statistics) for name in sorted(base.iterdir())]
 
 
-def read_interface(path: Path) -> InterfaceState:
+def read_interface(path: Path, statistics: bool = True) -> InterfaceState:
     speed = _int(path / "speed")
     carrier = _read(path / "carrier")
     master = path / "master"
@@ -38,7 +42,7 @@ def read_interface(path: Path) -> InterfaceState:
         duplex=_read(path / "duplex") if speed is not None and speed > 0 else None,
         address=_read(path / "address"), master=master.resolve().name if master.exists() else None,
         virtual=not (path / "device").exists(),
-        statistics=_counters(path / "statistics"),
+        statistics=_counters(path / "statistics") if statistics else {},
     )
 
 
