@@ -26,7 +26,7 @@ def lab() -> Iterator[LabState]:
 def test_all_pairs_in_n_minus_1_rounds_stored_with_history(lab: LabState, tmp_path: Path) -> None:
     rounds: list[int] = []
     run_id, results = api.bench(plan_source=None, lab=LAB, pattern="all-pairs", plane="compute", nodes=None,
-                                seconds=2, db=tmp_path / "b.sqlite", progress=lambda done, total: rounds.append(total))
+                                seconds=3, db=tmp_path / "b.sqlite", progress=lambda done, total: rounds.append(total))
     assert rounds[-1] == 7 and len(results) == 28  # 8 servers: 7 rounds of 4 disjoint pairs
     assert {frozenset((m.source, m.destination)) for m in results} == {
         frozenset((f"gpu{a}", f"gpu{b}")) for a in range(1, 9) for b in range(a + 1, 9)}
