@@ -18,6 +18,7 @@ from gpunet.design import design
 from gpunet.errors import DesignError, SpecError, UsageError
 from gpunet.fleet import ClusterShellRunner, lab_runner
 from gpunet.fleet.doctor import FleetDoctorReport, doctor_command, fold_doctor
+from gpunet.fleet.groups import resolve_nodes
 from gpunet.lab.build import node_argv, plan_digest
 from gpunet.lab.state import lab_dir, read_state
 from gpunet.model.io import read_plan
@@ -126,14 +127,17 @@ def fleet_runner(*, lab: str | None = None, ssh_lab: str | None = None, plan: Pa
                               command_timeout=timeout)
 
 
-def fleet_doctor(runner: ClusterShellRunner, nodes: str, *, remote_plan: str, gpunet: Sequence[str],
+def fleet_nodes(pattern: str, *, plan: Path | None = None, lab: str | None = None) -> NodeSet:
+    """A NodeSet; with a plan (or a lab's), `@role:gpu`, `@leaf:NAME`, `@rail:N`, `@plane:NAME`
+    and `@GROUP` name the Plan's nodes."""
+    source = lab_dir(lab) / "plan.json" if lab else plan
+    return resolve_nodes(pattern, load_plan(source) if source else None)
+
+
+def fleet_doctor(runner: ClusterShellRunner, nodes: NodeSet, *, remote_plan: str, gpunet: Sequence[str],
                  peers: bool, interval: float) -> FleetDoctorReport:
     """`gpunet doctor --json` on every node of the NodeSet, findings folded across nodes."""
-    try:
-        wanted = NodeSet(nodes)
-    except NodeSetException as exc:
-        raise UsageError(f"bad NodeSet {nodes!r}: {exc}") from None
-    return fold_doctor(runner.run(doctor_command(gpunet, remote_plan, peers, interval), wanted))
+    return fold_doctor(runner.run(doctor_command(gpunet, remote_plan, peers, interval), nodes))
 
 
 def probe(interval: float, run: CommandRunner = run_local, root: Path = Path("/")) -> NodeState:

@@ -98,8 +98,9 @@ def _fleet(nodes: str, options: FleetOptions, peers: bool, interval: float, show
     gpunet = [sys.executable, "-m", "gpunet"] if lab else ["gpunet"]
     runner = api.fleet_runner(lab=options.lab, ssh_lab=options.ssh_lab, plan=options.plan, user=options.user,
                               key=options.key, timeout=120 + interval)
-    with stderr.status(f"doctor on {nodes}…", spinner="dots"):
-        report = api.fleet_doctor(runner, nodes, remote_plan=remote_plan, gpunet=gpunet, peers=peers,
+    wanted = api.fleet_nodes(nodes, plan=options.plan, lab=lab)
+    with stderr.status(f"doctor on {wanted}…", spinner="dots"):
+        report = api.fleet_doctor(runner, wanted, remote_plan=remote_plan, gpunet=gpunet, peers=peers,
                                   interval=interval)
     if as_json:
         print(report.model_dump_json(indent=1))

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from ClusterShell.NodeSet import NodeSet, NodeSetException
 
 from gpunet import api
 from gpunet.cli.console import stdout
-from gpunet.cli.errors import EXIT_BAD_INPUT, EXIT_CHECKS_FAILED, handles_errors
+from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
 from gpunet.fleet import FleetResult
 
 app = typer.Typer(help="Run commands on many nodes through ClusterShell.", no_args_is_help=True)
@@ -20,7 +19,8 @@ app = typer.Typer(help="Run commands on many nodes through ClusterShell.", no_ar
 @app.command(name="run")
 @handles_errors
 def run_(
-    nodes: Annotated[str, typer.Argument(help="NodeSet: gpu[001-032],login01.")],
+    nodes: Annotated[str, typer.Argument(help="NodeSet: gpu[001-032],login01; with a plan or lab also "
+                                                "@role:gpu, @leaf:NAME, @rail:N, @plane:NAME, @GROUP.")],
     command: Annotated[list[str], typer.Argument(help="Command and arguments (after --).")],
     lab: Annotated[str | None, typer.Option("--lab", help="Run in this lab's servers (ip netns exec).")] = None,
     ssh_lab: Annotated[str | None, typer.Option(
@@ -33,11 +33,7 @@ def run_(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Run CMD on NODESET; prints each distinct outcome once with the folded node names."""
-    try:
-        wanted = NodeSet(nodes)
-    except NodeSetException as exc:
-        stdout.print(f"[red]error[/red] bad NodeSet {nodes!r}: {exc}")
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+    wanted = api.fleet_nodes(nodes, plan=plan, lab=lab or ssh_lab)
     runner = api.fleet_runner(lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout,
                               timeout=timeout)
     result = runner.run(command, wanted)

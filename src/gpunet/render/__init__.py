@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from gpunet.model.plan import Node, Plan
 from gpunet.render import (
     ansible,
+    clustershell,
     firewall,
     grafana,
     hosts,
@@ -63,6 +64,10 @@ def _ansible(plan: Plan) -> dict[str, str]:
             ansible.PLAYBOOK_PATH: ansible.render_playbook(plan)}
 
 
+def _clustershell(plan: Plan) -> dict[str, str]:
+    return {clustershell.PATH: clustershell.render_clustershell_groups(plan)}
+
+
 NODE_RENDERERS: dict[str, NodeRenderer] = {
     "netplan": _netplan,
     "networkmanager": networkmanager.render_nm_keyfiles,
@@ -77,6 +82,7 @@ ADMIN_RENDERERS: dict[str, AdminRenderer] = {
     "ssh_config": _ssh_config,
     "slurm": _slurm,
     "ansible": _ansible,
+    "clustershell": _clustershell,
     "prometheus": prometheus.render_prometheus,
     "grafana": grafana.render_grafana,
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from gpunet.model.inventory import node_groups
 from gpunet.model.plan import Plan
 from gpunet.render.common import header, to_yaml
 
@@ -40,18 +41,12 @@ HANDLERS = (
 def render_inventory(plan: Plan) -> str:
     groups: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     hosts: dict[str, dict[str, Any]] = {}
-    leaf_of = {(c.a.device, c.plane): c.b.device for c in plan.links if c.tier == "node_leaf"}
     for node in plan.nodes:
         mgmt = next((i.address for i in node.interfaces if i.plane == "management" and i.address), None)
         hosts[node.name] = {"ansible_host": mgmt.split("/")[0]} if mgmt else {}
-        groups[f"role_{node.role}"][node.name] = {}
-        for iface in node.interfaces:
-            groups[f"plane_{iface.plane}"][node.name] = {}
-            if iface.rail is not None:
-                groups[f"rail_{iface.rail}"][node.name] = {}
-            leaf = leaf_of.get((node.name, iface.plane))
-            if leaf is not None and iface.cabled:
-                groups[f"leaf_{leaf.replace('-', '_')}"][node.name] = {}
+    for kind, members in node_groups(plan).items():
+        for name, nodes in members.items():
+            groups[f"{kind}_{name.replace('-', '_')}"] = {node: {} for node in nodes}
     canary = next((n.name for n in plan.nodes if n.role == "gpu"), plan.nodes[0].name)
     groups["canary"] = {canary: {}}
     hosts = {canary: hosts[canary]} | hosts  # first in the inventory: the playbook's first batch
