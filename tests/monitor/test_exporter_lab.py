@@ -109,3 +109,21 @@ def test_an_mtu_fault_shows_as_drift(metrics_url: str) -> None:
     assert samples[("gpunet_plan_drift", (*COMPUTE[:1], ("kind", "mtu"), COMPUTE[1]))] == 1
     assert samples[("gpunet_network_mtu_bytes", COMPUTE)] == 1500
     assert scrape(metrics_url)[("gpunet_plan_drift", (*COMPUTE[:1], ("kind", "mtu"), COMPUTE[1]))] == 0
+
+
+def test_peer_probes_measure_every_peer_on_every_plane(lab: LabState) -> None:
+    address = lab_address(lab, "gpu2", "eth0")
+    url = f"http://{address}:9843/metrics"
+    command = [sys.executable, "-m", "gpunet", "exporter", "--plan", str(lab_dir(LAB) / LAB_PLAN), "--node", "gpu2",
+               "--listen", f"{address}:9843", "--probe-peers", "--probe-interval", "1"]
+    with server_process(LAB, "gpu2", *command) as proc:
+        _wait_for(url, proc.poll)
+        time.sleep(2.5)  # two or three rounds of probes
+        samples = scrape(url)
+    sent = {dict(labels)["plane"] + "/" + dict(labels)["peer"]: value
+            for (name, labels), value in samples.items() if name == "gpunet_peer_probes_total"}
+    peers = {f"{plane}/gpu{i}" for plane in ("management", "compute") for i in range(1, 9) if i != 2}
+    assert set(sent) == peers and all(v >= 1 for v in sent.values()), sent
+    assert not any(v for (name, _), v in samples.items() if name == "gpunet_peer_probe_failures_total")
+    answered = sum(v for (name, _), v in samples.items() if name == "gpunet_peer_rtt_seconds_count")
+    assert answered == sum(sent.values())
