@@ -79,7 +79,7 @@ def exported_interfaces(view: NodeView) -> list[InterfaceState]:
     """Physical interfaces, plus virtual ones the Plan names (a lab's veths) or all with include_virtual;
     counters from /proc/net/dev (one read for all) where it exists, else each statistics/ file."""
     planned, counters = view.plane_of, _proc_net_dev(view.root)
-    chosen = [i for i in read_interfaces(view.root, statistics=counters is None)
+    chosen = [i for i in read_interfaces(view.root, full=counters is None)
               if not i.virtual or view.include_virtual or i.name in planned]
     if counters is None:
         return chosen

@@ -15,7 +15,7 @@ DRIFT_KINDS = ("link", "mtu", "speed", "address")
 
 
 def collect_plan(view: NodeView) -> list[Metric]:
-    observed = {i.name: i for i in read_interfaces(view.root)}
+    observed = {i.name: i for i in read_interfaces(view.root, full=False)}
     addresses = view.addresses() if any(i.address for i in view.planned) else {}
     labels = ["device", "plane"]
     drift = GaugeMetricFamily("gpunet_plan_drift", "1 when the interface differs from the Plan.",
