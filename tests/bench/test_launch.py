@@ -12,7 +12,7 @@ import pytest
 from gpunet import api
 from gpunet.bench.expected import rdma_efficiency
 from gpunet.bench.launch import Endpoints, NcclJob, iperf3_pair, nccl_argv, perftest_pair, pick_launcher
-from gpunet.bench.run import BenchSetup, _measurement, pair_commands, run_nccl
+from gpunet.bench.run import BenchSetup, _measurement, pair_commands, run_nccl, run_rounds
 from gpunet.bench.schedule import RailPair
 from gpunet.errors import UsageError
 
@@ -120,3 +120,13 @@ def test_a_lab_runs_iperf3_only(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="unknown tool"):
         api.bench(plan_source=None, lab=None, pattern="all-pairs", plane="compute", nodes=None, seconds=1,
                   db=tmp_path / "b.sqlite", tool="netperf")
+
+
+def test_a_hung_client_is_a_failed_measurement_not_the_end_of_the_run() -> None:
+    plan = _plan()
+    a, b = plan.nodes[0].name, plan.nodes[1].name
+    hang = BenchSetup(plan=plan, on_node=lambda n, c: ["sleep", "60"] if c[0] == "iperf3" and "-c" in c else ["true"],
+                      plane="management", seconds=-29)  # the client's deadline: seconds + omit + 30 = 2 s
+    results = run_rounds(hang, [[(a, b)]])
+    assert [(m.status, m.value) for m in results] == [("failed", 0.0)]
+    assert "timed out after 2 s" in results[0].raw

@@ -44,6 +44,18 @@ def test_findings_fold_across_nodes_and_silent_nodes_are_named() -> None:
     assert report.failed and report.nodes == 8
 
 
+def test_nodes_with_different_fixes_are_never_folded_together() -> None:
+    def wrong_address(node: str, mine: str) -> Finding:
+        return Finding(check="GN-ADDR-01", area="address", title="t", verdict="fail", node=node, subject="eno1",
+                       observed="none", expected=mine, fix=f"ip addr replace {mine} dev eno1")
+
+    outcomes = {n: _report(n, wrong_address(n, address)) for n, address in
+                (("gpu001", "198.18.0.2/24"), ("gpu002", "198.18.0.3/24"))}
+    report = fold_doctor(FleetResult(command="gpunet doctor", outcomes=outcomes))
+    assert [(f.nodes, f.fix) for f in report.findings] == [
+        ("gpu001", "ip addr replace 198.18.0.2/24 dev eno1"), ("gpu002", "ip addr replace 198.18.0.3/24 dev eno1")]
+
+
 def test_the_command_each_node_runs() -> None:
     assert doctor_command(["gpunet"], "/etc/gpunet/plan.json", peers=True, interval=2) == [
         "gpunet", "doctor", "--plan", "/etc/gpunet/plan.json", "--json", "--interval", "2", "--peers"]

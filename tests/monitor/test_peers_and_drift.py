@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from prometheus_client.core import Metric
@@ -11,7 +12,8 @@ from prometheus_client.core import Metric
 from gpunet.api import plan_spec
 from gpunet.model.plan import Interface
 from gpunet.model.state import InterfaceState
-from gpunet.monitor.drift import interface_drift
+from gpunet.monitor.collectors import NodeView
+from gpunet.monitor.drift import collect_plan, interface_drift
 from gpunet.monitor.peers import RTT_BUCKETS, PeerProber, ping_probes, system_ping
 from gpunet.probe.peers import PeerProbe
 
@@ -56,11 +58,13 @@ def test_histograms_and_loss_per_peer() -> None:
     gpu0 = (("peer", "gpu0"), ("plane", "compute"))
     assert samples[("gpunet_peer_probes_total", gpu0)] == 3
     assert samples[("gpunet_peer_probe_failures_total", gpu0)] == 1
+    assert samples[("gpunet_peer_consecutive_failures", gpu0)] == 1  # the last probe went unanswered
     assert samples[("gpunet_peer_rtt_seconds_count", gpu0)] == 2  # answered probes only
     assert samples[("gpunet_peer_rtt_seconds_sum", gpu0)] == pytest.approx(0.00034)
     assert samples[("gpunet_peer_rtt_seconds_bucket", (("le", "5e-05"), *gpu0))] == 1
     assert samples[("gpunet_peer_rtt_seconds_bucket", (("le", "0.0005"), *gpu0))] == 2
     gpu1 = (("peer", "gpu1"), ("plane", "compute"))
+    assert samples[("gpunet_peer_consecutive_failures", gpu1)] == 0
     assert samples[("gpunet_peer_rtt_seconds_bucket", (("le", "0.001"), *gpu1))] == 0
     assert samples[("gpunet_peer_rtt_seconds_bucket", (("le", "0.0025"), *gpu1))] == 3
     assert samples[("gpunet_peer_rtt_seconds_bucket", (("le", "+Inf"), *gpu1))] == 3
@@ -100,6 +104,7 @@ def _seen(**changes: object) -> InterfaceState:
 @pytest.mark.parametrize(("seen", "addresses", "drifted"), [
     (_seen(), {"ens1": ("10.1.0.5/24",)}, set()),
     (None, {}, {"link"}),
+    (_seen(operstate="down"), {"ens1": ("10.1.0.5/24",)}, {"link"}),
     (_seen(carrier=False), {"ens1": ("10.1.0.5/24",)}, {"link"}),
     (_seen(carrier=None, operstate="down"), {"ens1": ("10.1.0.5/24",)}, {"link"}),
     (_seen(mtu=1500), {"ens1": ("10.1.0.5/24",)}, {"mtu"}),
@@ -110,9 +115,25 @@ def _seen(**changes: object) -> InterfaceState:
 ])
 def test_each_drift_kind(seen: InterfaceState | None, addresses: dict[str, tuple[str, ...]],
                          drifted: set[str]) -> None:
-    result = interface_drift(PLANNED, seen, addresses)
+    result = interface_drift(PLANNED, {"ens1": seen} if seen else {}, addresses)
     assert {kind for kind, value in result.items() if value} == drifted
 
 
 def test_speed_is_not_judged_on_a_virtual_interface() -> None:
-    assert "speed" not in interface_drift(PLANNED, _seen(speed_mbps=10000, virtual=True), {"ens1": ("10.1.0.5/24",)})
+    seen = {"ens1": _seen(speed_mbps=10000, virtual=True)}
+    assert "speed" not in interface_drift(PLANNED, seen, {"ens1": ("10.1.0.5/24",)})
+
+
+def test_a_vlan_is_judged_on_its_layer3_device_and_a_bond_has_no_link_kind() -> None:
+    bond = Interface(name="bond0", plane="storage", speed_gbps=50, mtu=9000, address="10.2.0.5/24", vlan=20,
+                     cabled=False, members=("ens2", "ens3"))
+    observed = {"bond0": _seen(name="bond0", virtual=True), "bond0.20": _seen(name="bond0.20", virtual=True)}
+    assert interface_drift(bond, observed, {"bond0.20": ("10.2.0.5/24",)}) == {"mtu": False, "address": False}
+    assert interface_drift(bond, {}, {}) == {"address": True}  # no bond: its address is missing
+
+
+def test_the_bmc_is_not_the_hosts_interface(tmp_path: Path) -> None:
+    bmc = Interface(name="bmc", plane="oob", speed_gbps=1, mtu=1500, address="10.9.0.5/24")
+    families = collect_plan(NodeView(root=tmp_path, planned=(PLANNED, bmc)))
+    devices = {s.labels["device"] for f in families for s in f.samples}
+    assert devices == {"ens1"}

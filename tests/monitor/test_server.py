@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import shutil
+import socket
 import ssl
 import subprocess
 import threading
@@ -23,7 +24,7 @@ from gpunet.errors import UsageError
 from gpunet.monitor import parse_listen
 from gpunet.monitor.collectors import NodeView
 from gpunet.monitor.exporter import GpunetCollector, node_collectors
-from gpunet.monitor.server import BasicAuth, WebConfig, load_web_config, make_server
+from gpunet.monitor.server import BasicAuth, ExporterHandler, WebConfig, load_web_config, make_server
 
 PASSWORD = "s3cret-scrape"
 RECORDED = Path(__file__).parent.parent / "fixtures" / "sysfs" / "veth-pair"
@@ -55,10 +56,10 @@ def _web_config(tmp_path: Path, certificate: tuple[Path, Path]) -> Path:
 
 
 @contextmanager
-def serving(config: WebConfig) -> Iterator[ThreadingHTTPServer]:
+def serving(config: WebConfig, address: str = "127.0.0.1") -> Iterator[ThreadingHTTPServer]:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(GpunetCollector(node_collectors(NodeView(root=RECORDED), False)))
-    server = make_server(registry, "127.0.0.1", 0, config)
+    server = make_server(registry, address, 0, config)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -112,6 +113,7 @@ def test_plain_http_without_a_config_and_only_metrics_served() -> None:
     ("- a list\n", "expected a mapping"),
     ("tls_server_config: [\n", "not YAML"),
     ("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n  min_version: TLS9\n", "min_version"),
+    ("basic_auth_users:\n  prometheus: plaintext-password\n", "basic_auth_users.prometheus: not a bcrypt hash"),
 ])
 def test_a_bad_web_config_is_named_with_its_field(tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "web.yml"
@@ -141,7 +143,7 @@ def test_basic_auth_rejects_malformed_headers() -> None:
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("10.0.0.5:9842", ("10.0.0.5", 9842)), (":9842", ("0.0.0.0", 9842)), ("[::1]:9842", ("::1", 9842))])
+    ("10.0.0.5:9842", ("10.0.0.5", 9842)), (":9842", ("::", 9842)), ("[::1]:9842", ("::1", 9842))])
 def test_listen_addresses(text: str, expected: tuple[str, int]) -> None:
     assert parse_listen(text) == expected
 
@@ -155,3 +157,46 @@ def test_bad_listen_addresses(text: str) -> None:
 def test_a_busy_port_is_a_clear_error() -> None:
     with serving(WebConfig()) as server, pytest.raises(UsageError, match=r"cannot listen on 127\.0\.0\.1"):
         make_server(CollectorRegistry(), "127.0.0.1", server.server_address[1], WebConfig())
+
+
+def test_wrong_input_gets_401_never_a_dropped_connection() -> None:
+    config = WebConfig(basic_auth_users={"prometheus": _hash(PASSWORD)})
+    with serving(config) as server:
+        url = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        assert _get(url, None, "prometheus", "x" * 100)[0] == 401  # bcrypt refuses > 72 bytes
+        assert _get(url, None, "nobody", "x" * 100)[0] == 401
+        assert _get(url, None, "prometheus", PASSWORD)[0] == 200
+
+
+def test_head_answers_like_get_without_a_body() -> None:
+    with serving(WebConfig(basic_auth_users={"prometheus": _hash(PASSWORD)})) as server:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        assert _head(base + "/metrics") == 401
+        assert _head(base + "/metrics", "prometheus", PASSWORD) == 200
+        assert _head(base + "/nothing", "prometheus", PASSWORD) == 404
+
+
+def _head(url: str, user: str | None = None, password: str = "") -> int:
+    request = urllib.request.Request(url, method="HEAD")
+    if user is not None:
+        request.add_header("Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode())
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def test_an_idle_connection_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ExporterHandler, "timeout", 0.5)
+    with serving(WebConfig()) as server, socket.create_connection(("127.0.0.1", server.server_address[1])) as idle:
+        idle.settimeout(5)
+        assert idle.recv(1) == b""  # the server hung up on a client that said nothing
+
+
+@pytest.mark.skipif(not socket.has_dualstack_ipv6(), reason="no dual-stack IPv6 here")
+def test_all_addresses_means_ipv6_and_ipv4() -> None:
+    with serving(WebConfig(), address="::") as server:
+        port = server.server_address[1]
+        assert _get(f"http://127.0.0.1:{port}/metrics")[0] == 200
+        assert _get(f"http://[::1]:{port}/metrics")[0] == 200

@@ -69,13 +69,21 @@ def measure_pair(setup: BenchSetup, pair: Pair) -> Measurement:
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.3 if setup.tool == "iperf3" else 1.0)  # the server binds (perftest opens the HCA) first
-        client = subprocess.run(setup.on_node(pair[0], commands.client), capture_output=True, text=True,
-                                timeout=setup.seconds + setup.omit + 30, check=False)
+        raw = _client_output(setup.on_node(pair[0], commands.client), setup.seconds + setup.omit + 30)
     finally:
         if server.poll() is None:
             server.kill()
         server.wait(timeout=10)
-    return _measurement(setup, pair, client.stdout)
+    return _measurement(setup, pair, raw)
+
+
+def _client_output(argv: list[str], timeout: float) -> str:
+    """The client's stdout; a client that hangs is a failed measurement, not the end of the run."""
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False).stdout
+    except subprocess.TimeoutExpired as exc:
+        partial = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        return f"{partial}\n[gpunet] client timed out after {timeout:g} s"
 
 
 def pair_commands(setup: BenchSetup, pair: Pair) -> PairCommands:

@@ -67,11 +67,13 @@ def _findings(stdout: str) -> list[Finding] | None:
 
 
 def _fold(findings: list[Finding]) -> list[FoldedFinding]:
-    groups: dict[tuple[str, str, str], list[Finding]] = defaultdict(list)
+    """Folded on check, verdict, subject and what was expected: nodes whose fix differs (each its
+    own address to restore) are never shown one node's fix."""
+    groups: dict[tuple[str, str, str, str, str], list[Finding]] = defaultdict(list)
     for f in findings:
-        groups[f.check, f.verdict, f.subject].append(f)
+        groups[f.check, f.verdict, f.subject, f.expected, f.fix].append(f)
     folded = [FoldedFinding(check=c, verdict=v, subject=s, nodes=str(NodeSet.fromlist([f.node for f in fs])),
                             count=len(fs), observed=fs[0].observed or fs[0].evidence,
-                            variants=len({f.observed for f in fs}), expected=fs[0].expected, fix=fs[0].fix)
-              for (c, v, s), fs in groups.items()]
+                            variants=len({f.observed for f in fs}), expected=e, fix=fix)
+              for (c, v, s, e, fix), fs in groups.items()]
     return sorted(folded, key=lambda f: (VERDICT_ORDER.get(f.verdict, 9), f.check, f.subject))

@@ -72,8 +72,8 @@ def default_listen(plan: Plan | None, node: str | None) -> tuple[str, int]:
 
 
 def parse_listen(text: str) -> tuple[str, int]:
-    """'ADDR:PORT', '[v6]:PORT' or ':PORT' (all addresses, said explicitly)."""
+    """'ADDR:PORT', '[v6]:PORT' or ':PORT' (all addresses, IPv6 and IPv4, said explicitly)."""
     host, sep, port = text.rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
         raise UsageError(f"--listen {text!r}: expected ADDRESS:PORT, e.g. 10.0.0.5:{GPUNET_EXPORTER_PORT}")
-    return host.strip("[]") or "0.0.0.0", int(port)
+    return host.strip("[]") or "::", int(port)

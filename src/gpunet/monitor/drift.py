@@ -10,13 +10,15 @@ from gpunet.model.plan import Interface
 from gpunet.model.state import InterfaceState
 from gpunet.monitor.collectors import BITS_PER_BYTE, NodeView
 from gpunet.probe.sysfs import read_interfaces
+from gpunet.render.firewall import layer3_name
 
 DRIFT_KINDS = ("link", "mtu", "speed", "address")
 
 
 def collect_plan(view: NodeView) -> list[Metric]:
     observed = {i.name: i for i in read_interfaces(view.root, full=False)}
-    addresses = view.addresses() if any(i.address for i in view.planned) else {}
+    host = [i for i in view.planned if i.plane != "oob"]  # a BMC's address is not the host's
+    addresses = view.addresses() if any(i.address for i in host) else {}
     labels = ["device", "plane"]
     drift = GaugeMetricFamily("gpunet_plan_drift", "1 when the interface differs from the Plan.",
                               labels=[*labels, "kind"])
@@ -25,26 +27,32 @@ def collect_plan(view: NodeView) -> list[Metric]:
                               labels=labels)
     rdma = GaugeMetricFamily("gpunet_plan_expected_infiniband_rate_bytes_per_second",
                              "The Plan's rate of the RDMA device (HCA) behind the interface.", labels=labels)
-    for planned in view.planned:
+    for planned in host:
         values = [planned.name, planned.plane]
-        if planned.hca and planned.cabled:
-            rdma.add_metric([planned.hca, planned.plane], planned.speed_gbps * 1e9 / BITS_PER_BYTE)
         mtu.add_metric(values, planned.mtu)
         speed.add_metric(values, planned.speed_gbps * 1e9 / BITS_PER_BYTE)
-        for kind, drifted in interface_drift(planned, observed.get(planned.name), addresses).items():
+        if planned.hca and planned.cabled:
+            rdma.add_metric([planned.hca, planned.plane], planned.speed_gbps * 1e9 / BITS_PER_BYTE)
+        for kind, drifted in interface_drift(planned, observed, addresses).items():
             drift.add_metric([*values, kind], 1 if drifted else 0)
     return [drift, mtu, speed, rdma]
 
 
-def interface_drift(planned: Interface, seen: InterfaceState | None,
+def interface_drift(planned: Interface, observed: dict[str, InterfaceState],
                     addresses: dict[str, tuple[str, ...]]) -> dict[str, bool]:
-    """Per kind, whether it drifted. A missing interface drifts on `link` only: one cause, one alert.
-    Speed is judged only where the kernel reports a physical link's speed (a veth's is fiction)."""
-    if seen is None:
-        return {"link": True}
-    result = {"link": not seen.carrier, "mtu": seen.mtu != planned.mtu}
-    if not seen.virtual and seen.speed_mbps is not None:
-        result["speed"] = seen.speed_mbps < planned.speed_gbps * 1000
-    if planned.address:
-        result["address"] = planned.address not in addresses.get(planned.name, ())
+    """Per kind, whether it drifted, judged as doctor judges it: link and speed on cabled NICs
+    (GN-LINK-01/02; speed only where a physical link reports one, a veth's is fiction), MTU and
+    address on the layer-3 device (bond0.20 for a VLAN; GN-MTU-01, GN-ADDR-01). A missing NIC
+    drifts on `link` only: one cause, one alert."""
+    seen = observed.get(planned.name)
+    layer3 = observed.get(layer3_name(planned)) or seen
+    result: dict[str, bool] = {}
+    if planned.cabled:
+        result["link"] = seen is None or seen.operstate != "up" or not seen.carrier
+        if seen is not None and not seen.virtual and seen.speed_mbps is not None:
+            result["speed"] = seen.speed_mbps < planned.speed_gbps * 1000
+    if layer3 is not None:
+        result["mtu"] = layer3.mtu != planned.mtu
+    if planned.address and (layer3 is not None or not planned.cabled):
+        result["address"] = planned.address not in addresses.get(layer3_name(planned), ())
     return result

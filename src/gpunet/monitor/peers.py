@@ -10,7 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 
 from gpunet.model.plan import Node, Plan
 from gpunet.probe.peers import PeerProbe, plan_probes
@@ -27,6 +27,7 @@ Ping = Callable[[PeerProbe], float | None]  # seconds, or None when lost
 class PeerStats:
     probes: int = 0
     failures: int = 0
+    consecutive_failures: int = 0  # a dead peer, however rarely a big cluster gets round to it
     rtt_sum: float = 0.0
     buckets: list[int] = field(default_factory=lambda: [0] * len(RTT_BUCKETS))
 
@@ -34,7 +35,9 @@ class PeerStats:
         self.probes += 1
         if rtt is None:
             self.failures += 1
+            self.consecutive_failures += 1
             return
+        self.consecutive_failures = 0
         self.rtt_sum += rtt
         for index, bound in enumerate(RTT_BUCKETS):
             if rtt <= bound:
@@ -105,9 +108,12 @@ class PeerProber:
         rtt = HistogramMetricFamily("gpunet_peer_rtt_seconds", "Round-trip time of answered probes.", labels=labels)
         sent = CounterMetricFamily("gpunet_peer_probes", "Probes sent to the peer.", labels=labels)
         lost = CounterMetricFamily("gpunet_peer_probe_failures", "Probes the peer did not answer.", labels=labels)
+        run = GaugeMetricFamily("gpunet_peer_consecutive_failures", "Unanswered probes since the last answer.",
+                                labels=labels)
         with self._lock:
             for (plane, peer), stats in sorted(self.stats.items()):
                 rtt.add_metric([plane, peer], stats.cumulative(), stats.rtt_sum)
                 sent.add_metric([plane, peer], stats.probes)
                 lost.add_metric([plane, peer], stats.failures)
-        return [rtt, sent, lost]
+                run.add_metric([plane, peer], stats.consecutive_failures)
+        return [rtt, sent, lost, run]

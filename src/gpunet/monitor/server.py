@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import re
 import socket
 import ssl
 import sys
@@ -30,6 +31,8 @@ TLS_VERSIONS = {"TLS10": ssl.TLSVersion.TLSv1, "TLS11": ssl.TLSVersion.TLSv1_1,
 CLIENT_AUTH = {"NoClientCert": ssl.CERT_NONE, "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
                "RequireAndVerifyClientCert": ssl.CERT_REQUIRED}
 log = logging.getLogger("gpunet.exporter")
+BCRYPT_HASH = re.compile(r"\$2[abxy]?\$\d{2}\$[./A-Za-z0-9]{53}")
+HANDLER_TIMEOUT_S = 10  # a client that connects and says nothing gives its thread back after this
 LANDING = b"<html><head><title>gpunet exporter</title></head><body><a href='/metrics'>metrics</a></body></html>"
 
 
@@ -62,6 +65,10 @@ def load_web_config(path: Path) -> WebConfig:
         problem = exc.errors()[0]
         where = ".".join(str(p) for p in problem["loc"])
         raise UsageError(f"{path}: {where}: {problem['msg']}") from None
+    for user, digest in config.basic_auth_users.items():
+        if not BCRYPT_HASH.fullmatch(digest):
+            raise UsageError(f"{path}: basic_auth_users.{user}: not a bcrypt hash (make one with "
+                             f"`htpasswd -nBC 10 {user}`, the part after the colon)")
     return _resolved(config, path.parent)
 
 
@@ -108,29 +115,41 @@ def tls_context(tls: TlsServerConfig) -> ssl.SSLContext:
 
 class BasicAuth:
     """Checks `Authorization: Basic` against bcrypt hashes; a success is remembered (as a keyed
-    digest, not the password) so a scrape every 15 s does not pay bcrypt's deliberate cost."""
+    digest, not the password) so a scrape every 15 s does not pay bcrypt's deliberate cost. An
+    unknown user is checked against a dummy hash of the same cost, so timing does not tell which
+    users exist."""
 
     def __init__(self, users: dict[str, str]) -> None:
         self.users = {name: digest.encode() for name, digest in users.items()}
         self._key = hashlib.sha256(repr(sorted(users.items())).encode()).digest()
         self._accepted: set[bytes] = set()
         self._lock = threading.Lock()
+        cost = int(next(iter(users.values())).split("$")[2]) if users else 4
+        self._dummy = bcrypt.hashpw(b"gpunet: no such user", bcrypt.gensalt(rounds=cost))
 
     def allows(self, header: str | None) -> bool:
         if not self.users:
             return True
         user, password = _basic_credentials(header)
-        if user is None or user not in self.users:
+        if user is None:
             return False
         token = hmac.new(self._key, f"{user}:{password}".encode(), hashlib.sha256).digest()
         with self._lock:
             if token in self._accepted:
                 return True
-        if not bcrypt.checkpw(password.encode(), self.users[user]):
+        if not _checkpw(password, self.users.get(user, self._dummy)) or user not in self.users:
             return False
         with self._lock:
             self._accepted.add(token)
         return True
+
+
+def _checkpw(password: str, digest: bytes) -> bool:
+    """False, not an exception, for what bcrypt refuses (a password over 72 bytes)."""
+    try:
+        return bcrypt.checkpw(password.encode(), digest)
+    except ValueError:
+        return False
 
 
 def _basic_credentials(header: str | None) -> tuple[str | None, str]:
@@ -168,7 +187,14 @@ class _Server(ThreadingHTTPServer):
 
 
 class _IPv6Server(_Server):
+    """IPv6, and IPv4 too on `::` (the `:PORT` of --listen): a dual-stack socket."""
+
     address_family = socket.AF_INET6
+
+    def server_bind(self) -> None:
+        if self.server_address[0] == "::":
+            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        super().server_bind()
 
 
 def _handler(registry: CollectorRegistry, auth: BasicAuth, headers: dict[str, str]) -> type[MetricsHandler]:
@@ -180,6 +206,14 @@ class ExporterHandler(MetricsHandler):
 
     auth: BasicAuth
     extra_headers: dict[str, str]
+    timeout = HANDLER_TIMEOUT_S
+
+    def do_HEAD(self) -> None:
+        """Health checks of load balancers: the status of a GET, no body, no collection."""
+        if not self.auth.allows(self.headers.get("Authorization")):
+            self._reply(401, b"", {"WWW-Authenticate": 'Basic realm="gpunet"'})
+        else:
+            self._reply(200 if self.path.split("?")[0] in ("/", "/metrics") else 404, b"", {})
 
     def do_GET(self) -> None:
         if not self.auth.allows(self.headers.get("Authorization")):

@@ -33,6 +33,9 @@ MIN_LOST_PROBES = 2  # one lost ping is noise (ICMP rate limits, a busy CPU); tw
 # The exporter pings each peer every few rounds of 10 s (every few minutes on a large cluster):
 # peer rates need a longer window than interface counters to hold several probes.
 PEER_WINDOW = "15m"
+# In a big cluster a peer is probed every few minutes (32 probes per 10 s round, round-robin), so a
+# dead peer may get 1 probe per window: its run of failures, not a windowed ratio, says it is gone.
+PEER_DEAD_AFTER_FAILURES = 3
 PEER_RTT_P99_SECONDS = 0.001  # inside one site a probe's RTT is ~0.1 ms; 10x that is congestion or a detour
 IB_PORT_ACTIVE = 4  # /sys/class/infiniband/*/ports/*/state: 4 = ACTIVE
 CONFIG_COMMENT = """\
@@ -145,10 +148,13 @@ def link_alerts() -> list[Alert]:
               ' or gpunet_network_carrier{plane!=""} == 0', "1m", "critical",
               f"Planned interface {ON_DEVICE} ({{{{ $labels.plane }}}} plane) is missing or has no carrier",
               "GN-LINK-01"),
+        # The exporter's drift gauges judge as doctor does (physical links only, the VLAN's layer-3
+        # device for the MTU); the observed value rides along for the summary.
         Alert("GpunetLinkSpeedBelowPlan",
-              "gpunet_network_speed_bytes_per_second < gpunet_plan_expected_speed_bytes_per_second", "5m",
+              'gpunet_network_speed_bytes_per_second and on(node, device) gpunet_plan_drift{kind="speed"} == 1', "5m",
               "warning", f"{ON_DEVICE} runs at {{{{ $value | humanize }}}}B/s, below the plan", "GN-LINK-02"),
-        Alert("GpunetMtuDrift", "gpunet_network_mtu_bytes != gpunet_plan_expected_mtu_bytes", "5m", "warning",
+        Alert("GpunetMtuDrift", 'gpunet_network_mtu_bytes and on(node, device) gpunet_plan_drift{kind="mtu"} == 1',
+              "5m", "warning",
               f"{ON_DEVICE} has MTU {{{{ $value }}}}, not the plan's", "GN-MTU-01"),
         Alert("GpunetPlannedAddressMissing", 'gpunet_plan_drift{kind="address"} == 1', "5m", "warning",
               f"{ON_DEVICE} lacks its planned address", "GN-ADDR-01"),
@@ -201,6 +207,10 @@ def peer_alerts() -> list[Alert]:
     doctor = "On {{ $labels.node }}: gpunet doctor --plan plan.json --peers, check GN-PEER-01"
     failures = "gpunet_peer_probe_failures_total"
     return [
+        Alert("GpunetPeerUnreachable", f"gpunet_peer_consecutive_failures >= {PEER_DEAD_AFTER_FAILURES}", "0m",
+              "critical",
+              f"{{{{ $labels.node }}}} has had no answer from {to_peer} for {{{{ $value }}}} probes in a row",
+              "GN-PEER-01", doctor),
         Alert("GpunetPeerLoss", f"{_ratio(failures, 'gpunet_peer_probes_total', PEER_WINDOW)} > {PEER_LOSS_RATIO:g}"
               f" and increase({failures}[{PEER_WINDOW}]) >= {MIN_LOST_PROBES}", "5m", "warning",
               f"{{{{ $labels.node }}}} loses {{{{ $value | humanizePercentage }}}} of probes to {to_peer}",
