@@ -12,7 +12,7 @@ from ClusterShell.NodeSet import NodeSet, NodeSetException
 from gpunet.bench import bench_nodes, pattern_rounds
 from gpunet.bench.launch import TOOLS, NcclJob, pick_launcher
 from gpunet.bench.run import BenchSetup, run_nccl, run_rounds
-from gpunet.bench.store import Measurement, save_run
+from gpunet.bench.store import Measurement, add_measurements, start_run
 from gpunet.checks import Context, Finding, run_checks
 from gpunet.design import design
 from gpunet.errors import DesignError, SpecError, UsageError
@@ -155,14 +155,16 @@ def bench(
         raise UsageError(f"unknown tool {tool!r}; known: {', '.join(TOOLS)}")
     plan, setup = _bench_setup(plan_source, lab, plane, seconds, tool)
     chosen = bench_nodes(plan, plane, nodes)
+    rounds = pattern_rounds(plan, plane, pattern, chosen) if tool != "nccl" else []
+    launch = (launcher or pick_launcher()) if tool == "nccl" else ""  # refused before a run is recorded
+    run_id = start_run(db, plan_hash=plan_digest(plan), tool=nccl_test if tool == "nccl" else tool,
+                       pattern="job" if tool == "nccl" else pattern,
+                       arguments=f"plane={plane} seconds={seconds} nodes={nodes or 'all'}")
     if tool == "nccl":
-        pattern = "job"
-        results = [run_nccl(plan, chosen, NcclJob(test=nccl_test, iterations=max(5, seconds * 10)),
-                            launcher or pick_launcher())]
+        results = [run_nccl(plan, chosen, NcclJob(test=nccl_test, iterations=max(5, seconds * 10)), launch)]
+        add_measurements(db, run_id, results)
     else:
-        results = run_rounds(setup, pattern_rounds(plan, plane, pattern, chosen), progress)
-    run_id = save_run(db, plan_hash=plan_digest(plan), tool=nccl_test if tool == "nccl" else tool, pattern=pattern,
-                      arguments=f"plane={plane} seconds={seconds} nodes={nodes or 'all'}", measurements=results)
+        results = run_rounds(setup, rounds, progress, on_round=lambda ms: add_measurements(db, run_id, ms))
     return run_id, results
 
 

@@ -130,3 +130,14 @@ def test_a_hung_client_is_a_failed_measurement_not_the_end_of_the_run() -> None:
     results = run_rounds(hang, [[(a, b)]])
     assert [(m.status, m.value) for m in results] == [("failed", 0.0)]
     assert "timed out after 2 s" in results[0].raw
+
+
+def test_each_round_is_handed_over_as_it_ends(tmp_path: Path) -> None:
+    """What api.bench stores round by round: an interrupted run keeps the rounds it finished."""
+    plan = _plan()
+    names = [n.name for n in plan.nodes[:4]]
+    setup = BenchSetup(plan=plan, on_node=lambda n, c: ["true"], plane="management", seconds=1)
+    handed: list[int] = []
+    results = run_rounds(setup, [[(names[0], names[1]), (names[2], names[3])], [(names[0], names[2])]],
+                         on_round=lambda ms: handed.append(len(ms)))
+    assert handed == [2, 1] and len(results) == 3 and all(m.status == "failed" for m in results)

@@ -52,12 +52,16 @@ class BenchSetup:
     qps: int = 4  # perftest queue pairs: several, for the same reason as several TCP streams
 
 
-def run_rounds(setup: BenchSetup, rounds: list[Round], progress: Progress = lambda d, n: None) -> list[Measurement]:
+def run_rounds(setup: BenchSetup, rounds: list[Round], progress: Progress = lambda d, n: None,
+               on_round: Callable[[list[Measurement]], None] = lambda ms: None) -> list[Measurement]:
+    """Round by round, the pairs of a round at once; `on_round` gets each round's results as it ends."""
     results: list[Measurement] = []
     for done, pairs in enumerate(rounds):
         progress(done, len(rounds))
         with ThreadPoolExecutor(max_workers=max(1, len(pairs))) as pool:
-            results += list(pool.map(lambda p: measure_pair(setup, p), pairs))
+            measured = list(pool.map(lambda p: measure_pair(setup, p), pairs))
+        on_round(measured)
+        results += measured
     progress(len(rounds), len(rounds))
     return results
 

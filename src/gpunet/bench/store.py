@@ -76,14 +76,25 @@ def _open(path: Path) -> sqlite3.Connection:
 
 def save_run(path: Path, *, plan_hash: str, tool: str, pattern: str, arguments: str,
              measurements: list[Measurement]) -> int:
+    run_id = start_run(path, plan_hash=plan_hash, tool=tool, pattern=pattern, arguments=arguments)
+    add_measurements(path, run_id, measurements)
+    return run_id
+
+
+def start_run(path: Path, *, plan_hash: str, tool: str, pattern: str, arguments: str) -> int:
+    """A run row before its first measurement, so each round is kept as it completes: an all-pairs
+    run of hours interrupted in round 300 keeps 299 rounds."""
     with closing(_open(path)) as db, db:
         cursor = db.execute("INSERT INTO runs (started, plan_hash, tool, pattern, arguments) VALUES (?, ?, ?, ?, ?)",
                             (datetime.now(UTC).isoformat(timespec="seconds"), plan_hash, tool, pattern, arguments))
-        run_id = int(cursor.lastrowid or 0)
+        return int(cursor.lastrowid or 0)
+
+
+def add_measurements(path: Path, run_id: int, measurements: list[Measurement]) -> None:
+    with closing(_open(path)) as db, db:
         db.executemany(
             f"INSERT INTO measurements (run_id, {', '.join(COLUMNS)}) VALUES (?{', ?' * len(COLUMNS)})",
             [(run_id, *(getattr(m, c) for c in COLUMNS)) for m in measurements])
-    return run_id
 
 
 def history(path: Path, limit: int = 20) -> list[RunSummary]:
