@@ -1,0 +1,124 @@
+"""End to end with a real Prometheus: the scrape config and alert rules rendered from the lab's
+plan, the exporter in two lab servers, Prometheus on the host scraping them over the lab's
+management plane; the file_sd labels join the exporter's series and an MTU fault turns
+GpunetMtuDrift pending on the right node and device (root; `lab` marker)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from gpunet.lab.build import LAB_PLAN, lab_dir
+from gpunet.lab.faults import apply_fault, heal
+from gpunet.model.io import read_plan
+from gpunet.render.prometheus import render_prometheus
+from tests.lab.helpers import built_lab, server_process
+
+pytestmark = [pytest.mark.lab, pytest.mark.skipif(shutil.which("prometheus") is None,
+                                                  reason="prometheus missing (Debian package prometheus)")]
+LAB = "zh"
+SCRAPED = ("gpu1", "gpu2")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _rendered_config(directory: Path) -> Path:
+    """The rendered files, scraping every second and only the servers running an exporter."""
+    for name, text in render_prometheus(read_plan(lab_dir(LAB) / LAB_PLAN)).items():
+        (directory / name).parent.mkdir(parents=True, exist_ok=True)
+        (directory / name).write_text(text)
+    config_path = directory / "prometheus/prometheus.yml"
+    config = yaml.safe_load(config_path.read_text())
+    config["global"] |= {"scrape_interval": "1s", "evaluation_interval": "1s"}
+    config["scrape_configs"] = [job for job in config["scrape_configs"] if job["job_name"] == "gpunet"]
+    config_path.write_text(yaml.safe_dump(config))
+    targets = directory / "prometheus/targets/gpunet.json"
+    kept = [group for group in json.loads(targets.read_text()) if group["labels"]["node"] in SCRAPED]
+    targets.write_text(json.dumps(kept))
+    return config_path
+
+
+@pytest.fixture(scope="module")
+def prometheus_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    directory = tmp_path_factory.mktemp("prometheus")
+    with built_lab(LAB):
+        config = _rendered_config(directory)
+        exporter = [sys.executable, "-m", "gpunet", "exporter", "--plan", str(lab_dir(LAB) / LAB_PLAN)]
+        with server_process(LAB, SCRAPED[0], *exporter, "--node", SCRAPED[0]), \
+                server_process(LAB, SCRAPED[1], *exporter, "--node", SCRAPED[1]):
+            port = _free_port()
+            server = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={directory}/db",
+                                       f"--web.listen-address=127.0.0.1:{port}"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                yield f"http://127.0.0.1:{port}/api/v1"
+            finally:
+                os.kill(server.pid, signal.SIGTERM)
+                server.wait(timeout=30)
+
+
+def _get(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return json.loads(response.read())["data"]
+
+
+def _until(what: Callable[[], Any], seconds: float = 45) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if found := what():
+                return found
+        except OSError:
+            pass  # Prometheus still starting
+        time.sleep(0.5)
+    raise AssertionError(f"not within {seconds} s")
+
+
+def _query(api: str, promql: str) -> list[dict[str, Any]]:
+    return list(_get(f"{api}/query?query={urllib.parse.quote(promql)}")["result"])
+
+
+def test_both_exporters_are_up_with_the_plan_labels(prometheus_api: str) -> None:
+    up = _until(lambda: [r for r in _query(prometheus_api, 'up{job="gpunet"} == 1')] if len(
+        _query(prometheus_api, 'up{job="gpunet"} == 1')) == 2 else None)
+    assert {r["metric"]["node"] for r in up} == set(SCRAPED)
+    assert all(r["metric"]["group"] == "gpu" and r["metric"]["leaf"].startswith("comp-leaf") for r in up)
+    drift = _until(lambda: _query(prometheus_api, "gpunet_plan_drift"))
+    assert drift and all(r["value"][1] == "0" for r in drift), drift
+
+
+def test_every_rendered_rule_is_loaded(prometheus_api: str) -> None:
+    groups = _until(lambda: _get(f"{prometheus_api}/rules")["groups"])
+    loaded = {rule["name"] for group in groups for rule in group["rules"]}
+    rendered = render_prometheus(read_plan(lab_dir(LAB) / LAB_PLAN))["prometheus/rules/gpunet-alerts.yml"]
+    assert loaded == {rule["alert"] for group in yaml.safe_load(rendered)["groups"] for rule in group["rules"]}
+
+
+def test_an_mtu_fault_turns_the_alert_pending_on_that_node_and_device(prometheus_api: str) -> None:
+    _until(lambda: len(_query(prometheus_api, 'up{job="gpunet"} == 1')) == 2)
+    apply_fault(LAB, "gpu1:ens1", "mtu", "1500")
+    try:
+        alerts = _until(lambda: [a for a in _get(f"{prometheus_api}/alerts")["alerts"]
+                                 if a["labels"]["alertname"] == "GpunetMtuDrift"])
+    finally:
+        heal(LAB)
+    assert [(a["labels"]["node"], a["labels"]["device"], a["state"]) for a in alerts] == [("gpu1", "ens1", "pending")]
+    assert alerts[0]["annotations"]["summary"] == "ens1 on gpu1 has MTU 1500, not the plan's"
