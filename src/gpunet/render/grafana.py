@@ -13,6 +13,7 @@ from typing import Any
 
 from gpunet.model.plan import Plan
 from gpunet.render.common import header, to_yaml
+from gpunet.render.prometheus import PEER_WINDOW
 
 DASHBOARD_PATH = "grafana/dashboards/gpunet-network.json"
 DASHBOARDS_PROVISIONING_PATH = "grafana/provisioning/dashboards/gpunet.yml"
@@ -24,10 +25,13 @@ SCHEMA_VERSION = 39  # Grafana 10.x
 PANEL_HEIGHT, PANEL_WIDTH, GRID_WIDTH = 8, 12, 24  # two panels a row on Grafana's 24-column grid
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 IFACE = 'plane=~"$plane", leaf=~"$leaf", node=~"$node"'  # every interface metric carries these
-HOST = 'leaf=~"$leaf", node=~"$node"'  # node-wide and InfiniBand metrics: no plane label
+HOST = 'leaf=~"$leaf", node=~"$node"'  # node-wide metrics (TCP): no plane label
+HCA = IFACE  # InfiniBand/RoCE metrics carry the plane of the HCA's interface
 LEAF_IFACE = 'plane="compute", leaf=~"$leaf", leaf!="", node=~"$node"'  # the leaf label is the compute leaf
-LEAF_HOST = 'leaf=~"$leaf", leaf!="", node=~"$node"'
+LEAF_HCA = LEAF_IFACE
 WINDOW = "[$__rate_interval]"
+# A bond's members carry its traffic too: summed per plane, only the bond counts.
+NOT_BOND_MEMBERS = "unless on(node, device) gpunet_bond_member_up"
 PEER = 'plane=~"$plane", node=~"$node"'  # peer metrics: plane and peer, no device
 # RoCE hw_counters worth a graph: congestion notifications (CNPs sent/handled, ECN marks) and
 # the go-back-N symptoms of loss on a lossless fabric (out of sequence, sequence errors, timeouts).
@@ -46,11 +50,15 @@ def _bits(metric: str, by: str, labels: str = IFACE) -> str:
     return f"sum by ({by}) ({_rate(metric, labels)}) * 8"
 
 
+def _plane_bits(metric: str) -> str:
+    return f"sum by (plane) ({_rate(metric, IFACE)} {NOT_BOND_MEMBERS}) * 8"
+
+
 def sections() -> list[tuple[str, list[Panel]]]:
     return [
         ("Throughput by plane", [
-            ("Receive by plane", "bps", [("{{plane}}", _bits("gpunet_network_receive_bytes_total", "plane"))]),
-            ("Transmit by plane", "bps", [("{{plane}}", _bits("gpunet_network_transmit_bytes_total", "plane"))]),
+            ("Receive by plane", "bps", [("{{plane}}", _plane_bits("gpunet_network_receive_bytes_total"))]),
+            ("Transmit by plane", "bps", [("{{plane}}", _plane_bits("gpunet_network_transmit_bytes_total"))]),
         ]),
         ("Errors, drops and retransmissions", [
             ("Errors per second", "pps", [
@@ -66,35 +74,34 @@ def sections() -> list[tuple[str, list[Panel]]]:
         ("InfiniBand and RoCE", [
             ("InfiniBand data", "bps", [
                 ("{{node}} {{device}}/{{port}} rx", _bits("gpunet_infiniband_port_data_received_bytes_total",
-                                                          "node, device, port", HOST)),
+                                                          "node, device, port", HCA)),
                 ("{{node}} {{device}}/{{port}} tx", _bits("gpunet_infiniband_port_data_transmitted_bytes_total",
-                                                          "node, device, port", HOST))]),
+                                                          "node, device, port", HCA))]),
             ("InfiniBand symbol errors and link downs", "short", [
                 ("{{node}} {{device}}/{{port}} symbol errors",
-                 f"increase(gpunet_infiniband_symbol_errors_total{{{HOST}}}{WINDOW}) > 0"),
+                 f"increase(gpunet_infiniband_symbol_errors_total{{{HCA}}}{WINDOW}) > 0"),
                 ("{{node}} {{device}}/{{port}} link downed",
-                 f"increase(gpunet_infiniband_link_downed_total{{{HOST}}}{WINDOW}) > 0")]),
+                 f"increase(gpunet_infiniband_link_downed_total{{{HCA}}}{WINDOW}) > 0")]),
             ("RoCE congestion and ordering (hw counters)", "cps", [
                 ("{{node}} {{device}} {{counter}}",
-                 _rate("gpunet_infiniband_hw_counter_total", f'{HOST}, counter=~"{ROCE_COUNTERS}"') + " > 0")]),
+                 _rate("gpunet_infiniband_hw_counter_total", f'{HCA}, counter=~"{ROCE_COUNTERS}"') + " > 0")]),
         ]),
         ("Per compute leaf (the leaf label: a rail-optimized unit is named by its rail-0 leaf)", [
             ("Compute traffic per leaf", "bps", [
                 ("{{leaf}} IP", _bits("gpunet_network_receive_bytes_total", "leaf", LEAF_IFACE)),
-                ("{{leaf}} RDMA, every HCA", _bits("gpunet_infiniband_port_data_received_bytes_total", "leaf",
-                                                   LEAF_HOST))]),
+                ("{{leaf}} RDMA", _bits("gpunet_infiniband_port_data_received_bytes_total", "leaf", LEAF_HCA))]),
             ("Errors and drops per leaf", "pps", [
                 ("{{leaf}} errors", f'sum by (leaf) ({_rate("gpunet_network_receive_errors_total", LEAF_IFACE)})'),
                 ("{{leaf}} drops", f'sum by (leaf) ({_rate("gpunet_network_receive_drops_total", LEAF_IFACE)})'),
                 ("{{leaf}} IB symbol errors",
-                 f'sum by (leaf) ({_rate("gpunet_infiniband_symbol_errors_total", LEAF_HOST)})')]),
+                 f'sum by (leaf) ({_rate("gpunet_infiniband_symbol_errors_total", LEAF_HCA)})')]),
         ]),
         ("Plan drift and peers", [
             ("Plan drift (observed differs from the Plan)", "table", [
                 ("", f"gpunet_plan_drift{{{IFACE}}} == 1")]),
             ("Peer RTT, 99th percentile", "s", [
                 ("{{node}} → {{peer}} ({{plane}})", "histogram_quantile(0.99, sum by (le, node, peer, plane) "
-                 f"({_rate('gpunet_peer_rtt_seconds_bucket', PEER)}))")]),
+                 f"(rate(gpunet_peer_rtt_seconds_bucket{{{PEER}}}[{PEER_WINDOW}])))")]),
         ]),
     ]
 
