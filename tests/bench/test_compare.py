@@ -81,7 +81,11 @@ def test_the_default_rules_are_the_documented_yaml() -> None:
 @pytest.mark.parametrize(("text", "located"), [
     ("rules:\n  - metric: x\n    warn_below: five\n", "r.yaml:3:5: rules.0.warn_below: Input should be a valid number"),
     ("rules:\n  - metric: x\n    warn_bellow: -1\n", "r.yaml:3:5: rules.0.warn_bellow: unknown key"),
-    ("rules:\n  - plane: x\n    warn_below: -1\n", "r.yaml:2:5: rules.0.metric: Field required"),
+    ("rules:\n  - plane: compute\n    warn_below: -1\n", "r.yaml:2:5: rules.0.metric: Field required"),
+    ("rules:\n  - metric: '*'\n    plane: comptue\n    warn_below: -1\n", "r.yaml:3:5: rules.0.plane: Input should be"),
+    ("rules:\n  - metric: '*'\n    warn_below: 0.05\n", "r.yaml:3:5: rules.0.warn_below: Input should be less than"),
+    ("rules:\n  - metric: '*'\n    fail_below: yes\n", "r.yaml:3:5: rules.0.fail_below: Input should be a valid"),
+    ("rules:\n  - metric: '*'\n    fail_above: .nan\n", "r.yaml:3:5: rules.0.fail_above: Input should be a finite"),
     ("rules:\n  - metric: x\n", "r.yaml:2:5: rules.0: a rule needs at least one of"),
     ("rules:\n  - {metric: x, warn_below: -0.1, fail_below: 0}\n", "r.yaml:2:5: rules.0: fail_below must not be above"),
     ("rules: []\n", "r.yaml:1:1: rules: Tuple should have at least 1 item"),
@@ -117,3 +121,19 @@ def test_the_readme_shows_the_default_rules() -> None:
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     block = readme.split("Without `--rules` the default rules are:\n\n```yaml\n", 1)[1].split("```", 1)[0]
     assert parse_rules(block) == load_rules(None)
+
+
+def test_a_pair_that_failed_now_fails_whatever_its_baseline() -> None:
+    failed = m("a", "b", 0).model_copy(update={"status": "failed"})
+    rows = compare([m("a", "b", 100), m("c", "d", 0).model_copy(update={"status": "failed"})],
+                   [failed, failed.model_copy(update={"source": "c", "destination": "d"})], DEFAULTS)
+    assert [r.verdict for r in rows] == ["fail", "fail"]
+
+
+def test_runs_of_different_tools_are_not_compared(tmp_path: Path) -> None:
+    db = tmp_path / "b.sqlite"
+    iperf = save_run(db, plan_hash="p", tool="iperf3", pattern="all-pairs", arguments="", measurements=[m("a", "b", 1)])
+    nccl = save_run(db, plan_hash="p", tool="all_reduce_perf", pattern="job", arguments="",
+                    measurements=[m("a[1-2]", "all_reduce_perf", 100, metric="busbw")])
+    with pytest.raises(UsageError, match="iperf3, run 2 with all_reduce_perf"):
+        compare_runs(db, iperf, nccl)

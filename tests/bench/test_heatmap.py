@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpunet.bench.heatmap import Matrix, figure_pixels, percent_matrix, write_png
+from gpunet.bench.heatmap import Matrix, figure_pixels, natural_key, percent_matrix, write_png
 from gpunet.bench.store import Measurement
 from gpunet.errors import UsageError
 
@@ -66,4 +66,15 @@ def test_without_matplotlib_the_error_says_what_to_install(tmp_path: Path, monke
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
     with pytest.raises(UsageError, match=r"pip install 'gpunet\[plot\]'"):
         write_png(percent_matrix([m("a", "b", 9.0)]), tmp_path / "x.png", "t")
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_nodes_sort_naturally() -> None:
+    assert sorted(["gpu10", "gpu2", "gpu1", "stor1", "gpu1b"], key=natural_key) == [
+        "gpu1", "gpu1b", "gpu2", "gpu10", "stor1"]
+
+
+def test_an_empty_run_is_refused_not_drawn(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="nothing to draw"):
+        write_png(percent_matrix([]), tmp_path / "x.png", "empty")
     assert not (tmp_path / "x.png").exists()

@@ -97,3 +97,26 @@ def test_run_draws_the_heat_map(db: Path, tmp_path: Path, monkeypatch: pytest.Mo
     assert "run 3 saved" in result.stdout and png.read_bytes().startswith(PNG_SIGNATURE)
     shown = json.loads(runner.invoke(app, ["bench", "show", "3", "--db", str(db), "--json"]).stdout)
     assert shown["run"]["pattern"] == "rail"
+
+
+def test_many_nodes_print_the_worst_pairs_not_a_matrix(tmp_path: Path) -> None:
+    path = tmp_path / "b.sqlite"
+    pairs = [m(f"gpu{a}", f"gpu{b}", 9.0) for a in range(1, 21) for b in range(a + 1, 21)]
+    pairs[7] = m("gpu1", "gpu9", 2.0, "low")
+    save_run(path, plan_hash="h", tool="iperf3", pattern="all-pairs", arguments="", measurements=pairs)
+    result = runner.invoke(app, ["bench", "show", "1", "--db", str(path)], terminal_width=160)
+    assert result.exit_code == 0, result.output
+    rows = [line.split() for line in result.stdout.splitlines() if line.strip().startswith("gpu")]
+    assert rows[0][:2] == ["gpu1", "gpu9"] and "low" in rows[0]  # the worst first
+    assert len(rows) == 20 and "1 low, 189 ok" in result.stdout
+
+
+def test_an_nccl_run_shows_its_job_line_and_has_no_heat_map(tmp_path: Path) -> None:
+    path = tmp_path / "b.sqlite"
+    job = Measurement(source="gpu[1-2]", destination="all_reduce_perf", plane="compute", metric="busbw",
+                      value=70.7, unit="GB/s", status="ok")
+    save_run(path, plan_hash="h", tool="all_reduce_perf", pattern="job", arguments="", measurements=[job])
+    shown = runner.invoke(app, ["bench", "show", "1", "--db", str(path)])
+    assert "all_reduce_perf over gpu[1-2]: average bus bandwidth 70.7 GB/s ok" in shown.stdout
+    drawn = runner.invoke(app, ["bench", "show", "1", "--db", str(path), "--png", str(tmp_path / "x.png")])
+    assert drawn.exit_code == 2 and "no matrix to draw" in drawn.output and not (tmp_path / "x.png").exists()

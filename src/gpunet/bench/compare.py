@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
@@ -15,6 +15,7 @@ from pydantic import Field, ValidationError, model_validator
 from gpunet.bench.store import Measurement, load_run
 from gpunet.errors import SpecProblem, UsageError
 from gpunet.model.base import Frozen
+from gpunet.model.spec import PlaneName
 
 Verdict = Literal["ok", "warn", "fail", "new", "missing"]
 Key = tuple[str, str, str, str, int | None]  # source, destination, plane, metric, rail
@@ -39,7 +40,17 @@ RULE_HINTS = {
     "too_short": "add at least one rule",
     "float_parsing": "write a variance as a fraction, e.g. -0.05 for 5 % below the baseline",
     "float_type": "write a variance as a fraction, e.g. -0.05 for 5 % below the baseline",
+    "less_than_equal": "a *_below threshold is a variance at or under 0: -0.05 is 5 % below the baseline",
+    "greater_than_equal": "an *_above threshold is a variance at or over 0: 0.10 is 10 % above the baseline",
+    "finite_number": "write a variance as a fraction, e.g. -0.05 for 5 % below the baseline",
+    "literal_error": "one of the plan's planes: management, compute, storage, oob",
 }
+
+
+# Variances are fractions: below-thresholds are <= 0, above-thresholds >= 0; strict, so `yes`
+# or "10" (a percentage) are errors, not 1.0 and a rule that always fails.
+Below = Annotated[float, Field(strict=True, allow_inf_nan=False, le=0)]
+Above = Annotated[float, Field(strict=True, allow_inf_nan=False, ge=0)]
 
 
 class Rule(Frozen):
@@ -47,11 +58,11 @@ class Rule(Frozen):
     `latency*`, `*`), on one plane or (no plane) all."""
 
     metric: str
-    plane: str | None = None
-    warn_below: float | None = None
-    fail_below: float | None = None
-    warn_above: float | None = None
-    fail_above: float | None = None
+    plane: PlaneName | None = None  # a typo is an error, not a rule that silently matches nothing
+    warn_below: Below | None = None
+    fail_below: Below | None = None
+    warn_above: Above | None = None
+    fail_above: Above | None = None
 
     @model_validator(mode="after")
     def _thresholds(self) -> Rule:
@@ -117,24 +128,27 @@ def compare(baseline: Iterable[Measurement], current: Iterable[Measurement], rul
     return [_compare_one(key, before.get(key), after.get(key), rules) for key in keys]
 
 
-def _by_key(results: Iterable[Measurement]) -> dict[Key, tuple[float, str]]:
+def _by_key(results: Iterable[Measurement]) -> dict[Key, tuple[float, str, bool]]:
+    """Per key: the median value, the unit, and whether every measurement of it failed."""
     grouped: dict[Key, list[Measurement]] = {}
     for m in results:
         grouped.setdefault((m.source, m.destination, m.plane, m.metric, m.rail), []).append(m)
-    return {key: (statistics.median(m.value for m in ms), ms[0].unit) for key, ms in grouped.items()}
+    return {key: (statistics.median(m.value for m in ms), ms[0].unit, all(m.status == "failed" for m in ms))
+            for key, ms in grouped.items()}
 
 
 def _sort_key(key: Key) -> tuple[str, str, str, str, int]:
     return (*key[:4], -1 if key[4] is None else key[4])
 
 
-def _compare_one(key: Key, before: tuple[float, str] | None, after: tuple[float, str] | None,
+def _compare_one(key: Key, before: tuple[float, str, bool] | None, after: tuple[float, str, bool] | None,
                  rules: Rules) -> Comparison:
+    """A measurement that failed now fails, whatever the baseline was (it measured nothing)."""
     source, destination, plane, metric, rail = key
-    unit = (after or before or (0.0, ""))[1]
+    unit = (after or before or (0.0, "", False))[1]
     old, new = (before[0] if before else None), (after[0] if after else None)
     variance = (new - old) / old if old and new is not None else None
-    verdict: Verdict = ("missing" if new is None else "new" if variance is None
+    verdict: Verdict = ("missing" if after is None else "fail" if after[2] else "new" if variance is None
                         else rules.verdict(metric, plane, variance))
     return Comparison(source=source, destination=destination, plane=plane, metric=metric, rail=rail, unit=unit,
                       baseline=old, current=new, variance=variance, verdict=verdict)
@@ -143,7 +157,11 @@ def _compare_one(key: Key, before: tuple[float, str] | None, after: tuple[float,
 def compare_runs(db: Path, baseline: int, current: int, rules_file: Path | None = None) -> list[Comparison]:
     """Two stored runs compared by the rules file (the default rules without one)."""
     rules = load_rules(rules_file)
-    return compare(load_run(db, baseline)[1], load_run(db, current)[1], rules)
+    (old_info, old), (new_info, new) = load_run(db, baseline), load_run(db, current)
+    if old_info.tool != new_info.tool:
+        raise UsageError(f"run {baseline} measured with {old_info.tool}, run {current} with {new_info.tool}: "
+                         "compare runs of one tool")
+    return compare(old, new, rules)
 
 
 def load_rules(path: Path | None) -> Rules:

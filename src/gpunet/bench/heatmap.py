@@ -4,6 +4,7 @@ by the CLI as a table and drawn here as a heat-map PNG (matplotlib, imported onl
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,11 +40,16 @@ def percent_matrix(results: Iterable[Measurement]) -> Matrix:
     for m in results:
         key = (m.source, m.destination)
         cells[key] = _worse(cells[key], m) if key in cells else m
-    names = tuple(sorted({n for key in cells for n in key}))
+    names = tuple(sorted({n for key in cells for n in key}, key=natural_key))
     chosen = [[cells.get((a, b)) or cells.get((b, a)) if a != b else None for b in names] for a in names]
     return Matrix(names=names,
                   percent=tuple(tuple(_percent(m) for m in row) for row in chosen),
                   status=tuple(tuple(m.status if m else None for m in row) for row in chosen))
+
+
+def natural_key(name: str) -> tuple[tuple[int, int | str], ...]:
+    """gpu2 before gpu10: digit runs compare as numbers."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.split(r"(\d+)", name) if part)
 
 
 def _percent(m: Measurement | None) -> float:
@@ -69,6 +75,8 @@ def figure_pixels(nodes: int) -> tuple[int, int]:
 def write_png(matrix: Matrix, path: Path, title: str) -> None:
     """Draw the matrix as a heat map: red (0 %) through yellow to green (100 %), above 100 % in
     blue, unmeasured cells grey; numbers in the cells for small clusters."""
+    if not matrix.names:
+        raise UsageError("nothing to draw: the run has no pair measurements")
     try:  # optional: only the heat map needs it (pip install 'gpunet[plot]')
         from matplotlib import colormaps  # noqa: PLC0415
         from matplotlib.figure import Figure  # noqa: PLC0415

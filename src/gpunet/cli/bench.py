@@ -22,12 +22,15 @@ from gpunet.bench.launch import TOOLS
 from gpunet.bench.store import Measurement, default_db, history, load_run, run_info
 from gpunet.cli.console import stderr, stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
+from gpunet.errors import UsageError
 
 app = typer.Typer(help="Measure the fabric against the Plan (iperf3, perftest, nccl-tests), keep the history.",
                   no_args_is_help=True)
 DEFAULT_DB = default_db()
 DbOpt = Annotated[Path, typer.Option("--db", help="SQLite file (default under ~/.local/share/gpunet).")]
 PngOpt = Annotated[Path | None, typer.Option("--png", help="Also draw the matrix as a heat-map PNG here.")]
+MATRIX_UP_TO = 16  # nodes: a wider matrix does not fit a terminal
+WORST_SHOWN = 20
 VERDICT_COLOURS = {"fail": "red", "warn": "yellow", "missing": "magenta", "new": "cyan", "ok": "green"}
 
 
@@ -59,12 +62,36 @@ def run_(
     if as_json:
         print(json.dumps({"run": run_id, "db": str(db), "measurements": _rows(results)}, indent=1))
     else:
-        _print_job(results) if tool == "nccl" else _print_matrix(results)
+        _print_results(results)
         stdout.print(f"run {run_id} saved in {db}")
-    if png is not None:
+    if png is not None and tool != "nccl":
         _heat_map(db, run_id, results, png)
     if any(m.status != "ok" for m in results):
         raise typer.Exit(EXIT_CHECKS_FAILED)
+
+
+def _print_results(results: list[Measurement]) -> None:
+    """A job line for an nccl-tests run, the matrix for a few nodes, the worst pairs for many."""
+    if any(m.metric == "busbw" for m in results):
+        _print_job(results)
+    elif len(percent_matrix(results).names) <= MATRIX_UP_TO:
+        _print_matrix(results)
+    else:
+        _print_worst(results)
+
+
+def _print_worst(results: list[Measurement]) -> None:
+    ranked = sorted(results, key=lambda m: (m.status == "ok", m.percent_of_expected or 0.0))
+    table = Table("from", "to", "rail", "measured", "expected", "%", "status", box=box.SIMPLE_HEAD,
+                  caption=f"the {WORST_SHOWN} worst of {len(results)} pairs; --png or --json for all")
+    for m in ranked[:WORST_SHOWN]:
+        colour = "green" if m.status == "ok" else "red"
+        pct = m.percent_of_expected
+        table.add_row(m.source, m.destination, _text(m.rail), f"{m.value:.2f} {m.unit}", _text(m.expected),
+                      "-" if pct is None else f"{pct:.0f}", f"[{colour}]{m.status}[/{colour}]")
+    stdout.print(table)
+    counts = Counter[str](m.status for m in results)
+    stdout.print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
 
 
 def _print_job(results: list[Measurement]) -> None:
@@ -110,13 +137,15 @@ def show(
 ) -> None:
     """A stored run's matrix again (% of expected per pair), optionally as a heat-map PNG."""
     info, results = load_run(db, run)
+    if png is not None and any(m.metric == "busbw" for m in results):
+        raise UsageError(f"run {run} is one nccl-tests job, not pairs: there is no matrix to draw")
     if png is not None:
         _heat_map(db, run, results, png)
     if as_json:
         print(json.dumps({"run": info.model_dump(), "measurements": _rows(results)}, indent=1))
         return
     stdout.print(f"run {info.id}: {info.tool} {info.pattern}, {info.arguments}, started {info.started}")
-    _print_matrix(results)
+    _print_results(results)
 
 
 @app.command(name="compare")
