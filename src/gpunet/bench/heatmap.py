@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpunet.bench.expected import BELOW_EXPECTED
 from gpunet.bench.store import Measurement
 from gpunet.errors import UsageError
 
@@ -73,12 +74,13 @@ def figure_pixels(nodes: int) -> tuple[int, int]:
 
 
 def write_png(matrix: Matrix, path: Path, title: str) -> None:
-    """Draw the matrix as a heat map: red (0 %) through yellow to green (100 %), above 100 % in
+    """Draw the matrix as a heat map: red (0 %) through yellow (85 %, the flag) to green (100 %), above 100 % in
     blue, unmeasured cells grey; numbers in the cells for small clusters."""
     if not matrix.names:
         raise UsageError("nothing to draw: the run has no pair measurements")
     try:  # optional: only the heat map needs it (pip install 'gpunet[plot]')
         from matplotlib import colormaps  # noqa: PLC0415
+        from matplotlib.colors import TwoSlopeNorm  # noqa: PLC0415
         from matplotlib.figure import Figure  # noqa: PLC0415
     except ImportError:
         raise UsageError("the heat map needs matplotlib: pip install 'gpunet[plot]'") from None
@@ -86,7 +88,9 @@ def write_png(matrix: Matrix, path: Path, title: str) -> None:
     figure = Figure(figsize=(width / DPI, height / DPI), dpi=DPI, layout="constrained")
     axes = figure.add_subplot()
     cmap = colormaps["RdYlGn"].with_extremes(over="#2b6cb0", bad="#d0d0d0")
-    image = axes.imshow(matrix.percent, cmap=cmap, vmin=0, vmax=100, interpolation="nearest")
+    # Yellow at the flagging threshold: every flagged pair is orange to red, every passing one green.
+    norm = TwoSlopeNorm(vmin=0, vcenter=100 * BELOW_EXPECTED, vmax=100)
+    image = axes.imshow(matrix.percent, cmap=cmap, norm=norm, interpolation="nearest")
     figure.colorbar(image, ax=axes, extend="max", label="% of expected")
     axes.set(title=title, xlabel="to", ylabel="from")
     _label_axes(axes, matrix.names)
