@@ -46,12 +46,13 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
+
+from lab_scale import no_interrupts  # the same teardown guard as the lab benchmark (scripts share a folder)
 
 NS_PREFIX = "gnbx"
 NAMESPACE = f"{NS_PREFIX}-load"
@@ -192,27 +193,6 @@ def run_worker(namespace: str, script: str, payload: dict[str, Any], tick: Calla
             raise SystemExit(f"the scraper inside {namespace} failed ({process.returncode}): {err.read().strip()}")
         answer: dict[str, Any] = json.loads(out.read())
         return answer
-
-
-@contextmanager
-def no_interrupts() -> Iterator[None]:
-    """Ctrl-C and SIGTERM wait until the block is over (a teardown must not be cut short)."""
-    caught: list[int] = []
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-
-    def hold(signum: int, frame: FrameType | None) -> None:
-        del frame
-        caught.append(signum)
-
-    for sig in previous:
-        signal.signal(sig, hold)
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        if caught:
-            raise KeyboardInterrupt
 
 
 def raise_interrupt(signum: int, frame: FrameType | None) -> None:
