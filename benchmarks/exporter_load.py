@@ -50,7 +50,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import FrameType
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from lab_scale import no_interrupts  # the same teardown guard as the lab benchmark (scripts share a folder)
 
@@ -146,6 +146,9 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -447,27 +450,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def run_cleanly(args: argparse.Namespace) -> tuple[Result | None, bool]:
-    """measure(), then stop what it started and remove the namespace whatever happened."""
+def torn_down(namespace: str, measure: Callable[[list[subprocess.Popen[str]]], T]) -> tuple[T | None, bool]:
+    """measure(started), then stop every process it started and remove the namespace, whatever
+    happened (Ctrl-C, SIGTERM, a process inside the namespace failing); also True when interrupted."""
     signal.signal(signal.SIGTERM, raise_interrupt)  # so `finally` cleans up on kill too
     started: list[subprocess.Popen[str]] = []
-    result: Result | None = None
-    interrupted = False
+    try:
+        remove_namespace(namespace)  # one left by an earlier, killed run
+        return measure(started), False
+    except KeyboardInterrupt:
+        print("interrupted: processes stopped, namespace removed", file=sys.stderr)
+        return None, True
+    except SystemExit as exc:  # a process inside the namespace failed: still clean up and check
+        print(exc, file=sys.stderr)
+        return None, False
+    finally:
+        with no_interrupts():
+            for process in reversed(started):
+                stop(process)
+            remove_namespace(namespace)
+
+
+def run_cleanly(args: argparse.Namespace) -> tuple[Result | None, bool]:
     with tempfile.TemporaryDirectory(prefix="gnbx-load-") as tmp:
         log_path = Path(tmp) / "exporter.log"
-        try:
-            remove_namespace(NAMESPACE)  # one left by an earlier, killed run
-            result = measure(args, log_path, started)
-        except KeyboardInterrupt:
-            interrupted = True
-            print("interrupted: exporter stopped, namespace removed", file=sys.stderr)
-        except SystemExit as exc:  # a process inside the namespace failed: still clean up and check
-            print(exc, file=sys.stderr)
-        finally:
-            with no_interrupts():
-                for process in reversed(started):
-                    stop(process)
-                remove_namespace(NAMESPACE)
+        result, interrupted = torn_down(NAMESPACE, lambda started: measure(args, log_path, started))
         if result is not None and log_path.exists():
             result.exporter_log = [line for line in log_path.read_text().splitlines() if "serving http" not in line]
     return result, interrupted

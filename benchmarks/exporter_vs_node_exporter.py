@@ -49,7 +49,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -67,17 +66,14 @@ from exporter_load import (
     leftover_check,
     leftover_namespaces,
     make_namespace,
-    no_interrupts,
     percentile,
     problem_of,
     proc_status,
-    raise_interrupt,
-    remove_namespace,
     run_worker,
     sample_lines,
     scrape,
     start_in_namespace,
-    stop,
+    torn_down,
     wait_ready,
 )
 
@@ -317,24 +313,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def run_cleanly(args: argparse.Namespace) -> tuple[Result | None, bool, dict[str, list[str]]]:
     """measure(), then stop both exporters and remove the namespace whatever happened."""
-    signal.signal(signal.SIGTERM, raise_interrupt)  # so `finally` cleans up on kill too
-    started: list[subprocess.Popen[str]] = []
-    result: Result | None = None
-    interrupted = False
     with tempfile.TemporaryDirectory(prefix="gnbx-vs-") as tmp:
-        try:
-            remove_namespace(NAMESPACE)  # one left by an earlier, killed run
-            result = measure(args, Path(tmp), started)
-        except KeyboardInterrupt:
-            interrupted = True
-            print("interrupted: exporters stopped, namespace removed", file=sys.stderr)
-        except SystemExit as exc:  # a process inside the namespace failed: still clean up and check
-            print(exc, file=sys.stderr)
-        finally:
-            with no_interrupts():
-                for process in reversed(started):
-                    stop(process)
-                remove_namespace(NAMESPACE)
+        result, interrupted = torn_down(NAMESPACE, lambda started: measure(args, Path(tmp), started))
         logged = {path.stem: path.read_text().splitlines() for path in Path(tmp).glob("*.log")}
     return result, interrupted, logged
 
