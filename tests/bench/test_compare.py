@@ -91,6 +91,7 @@ def test_the_default_rules_are_the_documented_yaml() -> None:
     ("rules: []\n", "r.yaml:1:1: rules: Tuple should have at least 1 item"),
     ("rules: [\n", "r.yaml:2:1: YAML syntax: expected the node content"),
     ("- metric: x\n", "r.yaml:1:1: a rules file is a mapping with a `rules:` list"),
+    ("rules:\n  - metric: x\n    warn_below: -1\n    warn_below: -2\n", "r.yaml:4:5: rules.0.warn_below: key"),
 ])
 def test_a_bad_rules_file_names_file_line_and_problem(text: str, located: str) -> None:
     with pytest.raises(UsageError) as error:

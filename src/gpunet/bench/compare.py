@@ -7,19 +7,19 @@ import statistics
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-import yaml
 from pydantic import Field, ValidationError, model_validator
+from pydantic_core import ErrorDetails
 
 from gpunet.bench.store import Measurement, load_run
-from gpunet.errors import SpecProblem, UsageError
+from gpunet.errors import SpecError, SpecProblem, UsageError
 from gpunet.model.base import Frozen
 from gpunet.model.spec import PlaneName
+from gpunet.spec.loader import parse_yaml_document, real_errors
 
 Verdict = Literal["ok", "warn", "fail", "new", "missing"]
 Key = tuple[str, str, str, str, int | None]  # source, destination, plane, metric, rail
-KeyPath = tuple[str | int, ...]
 
 # Used when no rules file is given. First matching rule wins, so the specific come first:
 # latency metrics (latency, latency_p99 ...: lower is better) warn 10 % above the baseline and
@@ -34,6 +34,7 @@ rules:
     warn_below: -0.05
     fail_below: -0.10
 """
+RULES_NOT_A_MAPPING = ("a rules file is a mapping with a `rules:` list (see `gpunet bench compare --help`)", "")
 RULE_HINTS = {
     "extra_forbidden": "keys of a rule: metric, plane, warn_below, fail_below, warn_above, fail_above",
     "missing": "add this key",
@@ -176,44 +177,19 @@ def load_rules(path: Path | None) -> Rules:
 
 
 def parse_rules(text: str, file: str = "<rules>") -> Rules:
+    """Rules from YAML text, read by the spec's own loader: every problem located at file:line:col."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line, column = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        raise UsageError(f"{file}:{line}:{column}: YAML syntax: {getattr(exc, 'problem', None) or exc}") from None
-    if not isinstance(data, dict):
-        raise UsageError(f"{file}:1:1: a rules file is a mapping with a `rules:` list (see `gpunet bench compare "
-                         "--help`)")
+        data, source = parse_yaml_document(text, file, RULES_NOT_A_MAPPING)
+    except SpecError as exc:
+        raise UsageError("\n".join(map(str, exc.problems))) from None
     try:
         return Rules.model_validate(data)
     except ValidationError as exc:
-        marks = _marks(root, ())
-        errors = exc.errors()
-        above = {e["loc"][:i] for e in errors for i in range(len(e["loc"]))}  # a list whose items failed
-        real = [e for e in errors if not (e["type"] == "too_short" and e["loc"] in above)]
-        raise UsageError("\n".join(str(_problem(e, marks, file)) for e in real)) from None
+        problems = [source.locate(_problem(e)) for e in real_errors(exc.errors())]
+        raise UsageError("\n".join(map(str, problems))) from None
 
 
-def _problem(error: Any, marks: dict[KeyPath, tuple[int, int]], file: str) -> SpecProblem:
-    path = tuple(error["loc"])
-    located = next((path[:i] for i in range(len(path), -1, -1) if path[:i] in marks), ())
+def _problem(error: ErrorDetails) -> SpecProblem:
     message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
-    hint = RULE_HINTS.get(error["type"], "see the README's bench compare section")
-    return SpecProblem(message, path, hint, file, *marks.get(located, (1, 1)))
-
-
-def _marks(node: yaml.Node | None, path: KeyPath) -> dict[KeyPath, tuple[int, int]]:
-    """Where each key path of the YAML document starts (1-based line, column)."""
-    if node is None:
-        return {}
-    marks = {path: (node.start_mark.line + 1, node.start_mark.column + 1)}
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            marks |= _marks(value, (*path, key.value))
-            marks[(*path, key.value)] = (key.start_mark.line + 1, key.start_mark.column + 1)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            marks |= _marks(item, (*path, i))
-    return marks
+    return SpecProblem(message, tuple(error["loc"]), RULE_HINTS.get(error["type"], "see the README's bench compare "
+                                                                                 "section"))

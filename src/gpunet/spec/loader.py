@@ -78,18 +78,25 @@ def load_spec(path: Path) -> tuple[Spec, SourceMap]:
 
 
 def parse_spec(text: str, file: str = "<spec>") -> tuple[Spec, SourceMap]:
-    data, source = _parse_yaml(text, file)
+    data, source = parse_yaml_document(text, file)
     try:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
-        raise SpecError([source.locate(_from_pydantic(e)) for e in _real_errors(exc.errors())]) from None
+        raise SpecError([source.locate(_from_pydantic(e)) for e in real_errors(exc.errors())]) from None
     problems = spec_problems(spec)
     if problems:
         raise SpecError([source.locate(p) for p in problems])
     return spec, source
 
 
-def _parse_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
+SPEC_NOT_A_MAPPING = ("the spec must be a YAML mapping with site, planes and groups",
+                      "start from `gpunet init --example scalable-unit`")
+
+
+def parse_yaml_document(text: str, file: str,
+                        not_a_mapping: tuple[str, str] = SPEC_NOT_A_MAPPING) -> tuple[Any, SourceMap]:
+    """A YAML mapping and where each of its key paths starts; a syntax error, a document that is
+    not a mapping (`not_a_mapping`: message, hint) or a key given twice is a located SpecError."""
     source = SourceMap(file)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -97,8 +104,7 @@ def _parse_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
     except yaml.YAMLError as exc:
         raise SpecError([_yaml_problem(exc, text, file)]) from None
     if root is None or not isinstance(data, dict):
-        raise SpecError([SpecProblem("the spec must be a YAML mapping with site, planes and groups",
-                                     (), "start from `gpunet init --example scalable-unit`", file, 1, 1)])
+        raise SpecError([SpecProblem(not_a_mapping[0], (), not_a_mapping[1], file, 1, 1)])
     duplicates: list[SpecProblem] = []
     _index(root, (), source, duplicates)
     if duplicates:
@@ -140,7 +146,7 @@ def _index(node: yaml.Node, path: KeyPath, source: SourceMap, duplicates: list[S
             _index(item, (*path, i), source, duplicates)
 
 
-def _real_errors(errors: list[ErrorDetails]) -> list[ErrorDetails]:
+def real_errors(errors: list[ErrorDetails]) -> list[ErrorDetails]:
     """Drop pydantic's "at least 1 item after validation, not 0" on a list whose items failed:
     the list has items, and their own errors say what is wrong."""
     above = {e["loc"][:i] for e in errors for i in range(len(e["loc"]))}
