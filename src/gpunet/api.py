@@ -191,8 +191,7 @@ def _ssh_on(addresses: dict[str, str]) -> Callable[[str, Sequence[str]], list[st
 
 
 def management_addresses_of(plan: Plan) -> dict[str, str]:
-    return {n.name: i.address.split("/")[0] for n in plan.nodes for i in n.interfaces
-            if i.plane == "management" and i.address}
+    return {n.name: n.management_ip for n in plan.nodes if n.management_ip}
 
 
 def management_addresses(source: Path) -> dict[str, str]:

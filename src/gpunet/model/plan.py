@@ -56,6 +56,12 @@ class Node(Frozen):
     # from the previous plan so growth never moves an existing node.
     slots: dict[str, int] = Field(default_factory=dict)
 
+    @property
+    def management_ip(self) -> str | None:
+        """The address admins, fleet tools and Prometheus reach the node at (no prefix)."""
+        found = next((i.address for i in self.interfaces if i.plane == "management" and i.address), None)
+        return found.split("/")[0] if found else None
+
 
 class Switch(Frozen):
     name: str

@@ -66,9 +66,7 @@ def build_registry(options: ExporterOptions) -> tuple[CollectorRegistry, PeerPro
 def default_listen(plan: Plan | None, node: str | None) -> tuple[str, int]:
     """The node's management address (exporters are scraped over the management plane), else loopback."""
     found = planned_node(plan, node)
-    management = next((i.address for i in found.interfaces if i.plane == "management" and i.address), None) \
-        if found else None
-    return (management.split("/")[0] if management else UNPLANNED_LISTEN), GPUNET_EXPORTER_PORT
+    return (found.management_ip if found and found.management_ip else UNPLANNED_LISTEN), GPUNET_EXPORTER_PORT
 
 
 def parse_listen(text: str) -> tuple[str, int]:

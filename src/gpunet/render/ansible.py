@@ -42,8 +42,7 @@ def render_inventory(plan: Plan) -> str:
     groups: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     hosts: dict[str, dict[str, Any]] = {}
     for node in plan.nodes:
-        mgmt = next((i.address for i in node.interfaces if i.plane == "management" and i.address), None)
-        hosts[node.name] = {"ansible_host": mgmt.split("/")[0]} if mgmt else {}
+        hosts[node.name] = {"ansible_host": node.management_ip} if node.management_ip else {}
     for kind, members in node_groups(plan).items():
         for name, nodes in members.items():
             groups[f"{kind}_{name.replace('-', '_')}"] = {node: {} for node in nodes}

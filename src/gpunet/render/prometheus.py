@@ -98,8 +98,7 @@ def _targets_file(job: str) -> str:
 
 def _address(node: Node) -> str:
     """The management address; the node's name (DNS) when it has none."""
-    mgmt = next((i.address for i in node.interfaces if i.plane == "management" and i.address), None)
-    return mgmt.split("/")[0] if mgmt else node.name
+    return node.management_ip or node.name
 
 
 @dataclass(frozen=True)
