@@ -13,9 +13,8 @@ from gpunet.model.plan import Node, Plan
 from gpunet.monitor.collectors import NodeView
 from gpunet.monitor.exporter import DEFAULT_TIMEOUT_S, GpunetCollector, node_collectors
 from gpunet.monitor.peers import PeerProber, ping_probes, system_ping
-from gpunet.probe.parsers import parse_ip_addr_json
+from gpunet.probe.node import read_addresses
 from gpunet.render.common import GPUNET_EXPORTER_PORT
-from gpunet.runner import run_local
 
 UNPLANNED_LISTEN = "127.0.0.1"  # without a Plan there is no management address to prefer: stay local
 
@@ -41,15 +40,11 @@ def planned_node(plan: Plan | None, name: str | None) -> Node | None:
     return found
 
 
-def live_addresses() -> dict[str, tuple[str, ...]]:
-    return parse_ip_addr_json(run_local(["ip", "-j", "addr", "show"], timeout=5).stdout)
-
-
 def build_registry(options: ExporterOptions) -> tuple[CollectorRegistry, PeerProber | None]:
     """The registry to serve and, with probe_peers, the prober the caller starts (and stops)."""
     node = planned_node(options.plan, options.node)
     view = NodeView(root=options.root, planned=node.interfaces if node else (),
-                    include_virtual=options.include_virtual, addresses=live_addresses)
+                    include_virtual=options.include_virtual, addresses=read_addresses)
     collectors = node_collectors(view, with_plan=node is not None)
     prober = None
     if options.probe_peers:

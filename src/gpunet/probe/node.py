@@ -22,6 +22,7 @@ SYSCTLS = (
     "net.ipv4.conf.all.arp_ignore", "net.ipv4.conf.all.arp_announce",
 )
 NCCL_ENV = Path("etc/gpunet/nccl.env")
+IP_ADDR = ["ip", "-j", "addr", "show"]
 T = TypeVar("T")
 
 
@@ -38,7 +39,7 @@ def probe_node(
     nics = read_nics(run, interfaces, [])
     return NodeState(
         hostname=_hostname(root), interfaces=tuple(interfaces),
-        addresses=_parsed(run, ["ip", "-j", "addr", "show"], parsers.parse_ip_addr_json, problems) or {},
+        addresses=_parsed(run, IP_ADDR, parsers.parse_ip_addr_json, problems) or {},
         routes=_parsed(run, ["ip", "-4", "-j", "route", "show", "table", "all"], parsers.parse_ip_route_json,
                        problems) or (),
         bonds=tuple(read_bonds(root, problems)), ib_ports=tuple(ib_ports), snmp=snmp, nics=nics,
@@ -50,6 +51,11 @@ def probe_node(
         | _counter_rates(first_ib, ib_ports, first_nics, nics, interval),
         problems=tuple(problems),
     )
+
+
+def read_addresses(run: CommandRunner = run_local) -> dict[str, tuple[str, ...]]:
+    """Every interface's addresses (`ip -j addr`); a failure raises (CommandError, ParseError)."""
+    return parsers.parse_ip_addr_json(run(IP_ADDR, timeout=5).stdout)
 
 
 def _hostname(root: Path) -> str:
