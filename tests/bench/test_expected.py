@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from gpunet.bench.expected import expected_gbps, tcp_efficiency
+from gpunet.bench import pair_interfaces
+from gpunet.bench.expected import tcp_efficiency, tcp_expected_gbps
 from gpunet.bench.store import Measurement, history, measurements, save_run
+from gpunet.errors import UsageError
 from tests.render.rendered import example_plan
 
 
@@ -18,11 +20,12 @@ def test_tcp_efficiency_at_common_mtus() -> None:
 
 def test_expected_rate_is_the_slower_end_at_tcp_efficiency() -> None:
     plan = example_plan("small-ethernet")
-    assert expected_gbps(plan, "node01", "node02", "compute") == pytest.approx(25 * tcp_efficiency(9000))
-    shaped = expected_gbps(plan, "node01", "node02", "compute", scale=1.0)  # the lab: 25 Mbit/s per 25G
+    ends = pair_interfaces(plan, "compute", ("node01", "node02"))
+    assert tcp_expected_gbps(*ends) == pytest.approx(25 * tcp_efficiency(9000))
+    shaped = tcp_expected_gbps(*ends, scale=1.0)  # the lab: 25 Mbit/s per 25G
     assert shaped == pytest.approx(0.025 * (9000 - 52) / (9000 + 14))
-    with pytest.raises(KeyError, match="no address on the compute plane"):
-        expected_gbps(plan, "stor01", "node01", "compute")
+    with pytest.raises(UsageError, match="no address on the compute plane"):
+        pair_interfaces(plan, "compute", ("stor01", "node01"))
 
 
 def test_runs_and_measurements_round_trip(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@ protocol efficiency at the plane MTU."""
 
 from __future__ import annotations
 
-from gpunet.model.plan import Interface, Plan
+from gpunet.model.plan import Interface
 
 TCP_IP_HEADERS = 52  # IPv4 20 + TCP 20 + timestamps 12, inside every MTU-sized packet
 WIRE_FRAMING = 38  # Ethernet header 14 + FCS 4 + preamble 8 + inter-frame gap 12, outside the MTU
@@ -15,19 +15,6 @@ def tcp_efficiency(mtu: int, framing: int = WIRE_FRAMING) -> float:
     """Goodput per line rate for full-size TCP segments: (MTU - headers) / (MTU + framing);
     9000 gives 0.990 on a wire, 1500 gives 0.941."""
     return (mtu - TCP_IP_HEADERS) / (mtu + framing)
-
-
-def plane_interface(plan: Plan, node: str, plane: str) -> Interface:
-    found = next((i for n in plan.nodes if n.name == node for i in n.interfaces
-                  if i.plane == plane and i.address), None)
-    if found is None:
-        raise KeyError(f"{node} has no address on the {plane} plane")
-    return found
-
-
-def expected_gbps(plan: Plan, source: str, target: str, plane: str, scale: float | None = None) -> float:
-    """One TCP measurement source -> target on the plane (see tcp_expected_gbps)."""
-    return tcp_expected_gbps(plane_interface(plan, source, plane), plane_interface(plan, target, plane), scale)
 
 
 def tcp_expected_gbps(a: Interface, b: Interface, scale: float | None = None) -> float:
