@@ -98,7 +98,7 @@ def doctor(
     """Probe this node, compare it with the Plan (when given), optionally probe its peers."""
     plan = load_plan(plan_source) if plan_source is not None else None
     name = node_name or socket.gethostname()
-    node = next((n for n in plan.nodes if n.name == name), None) if plan else None
+    node = plan.node(name) if plan else None
     if plan is not None and node is None:
         raise UsageError(f"{name!r} is not a node of the plan; name it with --node")
     hostnames = [i.hostname for n in plan.nodes for i in n.interfaces if i.hostname] if plan else []

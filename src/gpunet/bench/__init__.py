@@ -68,8 +68,8 @@ def pair_interfaces(plan: Plan, plane: str, pair: Pair) -> tuple[Interface, Inte
 
 
 def _interface(plan: Plan, node: str, plane: str, rail: int | None) -> Interface:
-    found = next((i for n in plan.nodes if n.name == node for i in n.interfaces
-                  if i.plane == plane and i.address and (rail is None or i.rail == rail)), None)
+    interfaces = found_node.interfaces if (found_node := plan.node(node)) else ()
+    found = next((i for i in interfaces if i.plane == plane and i.address and (rail is None or i.rail == rail)), None)
     if found is None:
         raise UsageError(f"{node} has no address on the {plane} plane" + (f" rail {rail}" if rail is not None else ""))
     return found

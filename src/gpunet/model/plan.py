@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Literal
 
 from pydantic import Field
@@ -147,3 +148,11 @@ class Plan(Frozen):
     links: tuple[Link, ...]
     capacity: tuple[PlaneCapacity, ...]
     bom: tuple[BomLine, ...] = Field(default=())
+
+    @cached_property
+    def nodes_by_name(self) -> dict[str, Node]:
+        """Built once per plan: an all-pairs run looks two nodes up per pair, among thousands."""
+        return {n.name: n for n in self.nodes}
+
+    def node(self, name: str | None) -> Node | None:
+        return self.nodes_by_name.get(name) if name is not None else None

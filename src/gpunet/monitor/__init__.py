@@ -34,7 +34,7 @@ class ExporterOptions:
 def planned_node(plan: Plan | None, name: str | None) -> Node | None:
     if plan is None:
         return None
-    found = next((n for n in plan.nodes if n.name == name), None)
+    found = plan.node(name)
     if found is None:
         raise UsageError(f"node {name!r} is not in the plan; pass --node with one of its nodes")
     return found

@@ -68,7 +68,7 @@ def ssh_sources(plan: Plan, node: Node, subnet: str) -> tuple[str, ...]:
     if node.role == "login" or node.name == plan.site.bastion:
         return ("0.0.0.0/0",)
     sources = [str(plan.site.admin_subnet)] if plan.site.admin_subnet else []
-    bastion = next((n for n in plan.nodes if n.name == plan.site.bastion), None)
+    bastion = plan.node(plan.site.bastion)
     if bastion is not None:
         sources += [f"{i.address.split('/')[0]}/32" for i in bastion.interfaces
                     if i.plane == "management" and i.address]
