@@ -195,3 +195,22 @@ def test_outgrowing_the_planned_size_is_refused_and_planned_nodes_avoids_it() ->
     planned = design(one_nic_spec([("one", 8)], planned=32))
     grown_plan = design(one_nic_spec([("one", 32)], planned=32), previous=planned)
     assert assignments(planned)[1] <= assignments(grown_plan)[1]
+
+
+def test_a_layout_that_drops_spines_under_unchanged_nodes_is_refused() -> None:
+    """Found by the growth property: 800G switch ports halve each leaf's uplinks, so 2 of 4 spines
+    and their cables vanish while every node stays; that is recabling, not growth."""
+    def spec(port_speed: str) -> Spec:
+        fabric = {"style": "rail-optimized", "switch": {"radix": 16, "port_speed": port_speed},
+                  "oversubscription": {"leaf": 3}}
+        return Spec.model_validate({
+            "site": {"name": "s"},
+            "planes": {"compute": {"subnet": "198.18.0.0/22", "technology": "roce", "speed": "400G",
+                                   "fabric": fabric}},
+            "groups": [{"name": "g", "nodes": "g[1-49]", "nics": {"compute": {"count": 2}}}]})
+
+    before = design(spec("400G"))
+    spines = {s.name for s in before.switches if s.tier == "spine"}
+    with pytest.raises(DesignError, match=r"moves \d+ existing cable"):
+        design(spec("800G"), previous=before)
+    assert spines - {s.name for s in design(spec("800G")).switches if s.tier == "spine"}  # spines do vanish

@@ -23,12 +23,16 @@ def check_stable(previous: Plan, plan: Plan) -> None:
 
 
 def _moved_cables(previous: Plan, plan: Plan) -> list[tuple[str, str]]:
-    devices = {n.name for n in plan.nodes} | {s.name for s in plan.switches}
+    """Cables of the previous plan that are gone. While every previous node is still there, any
+    gone cable counts, also one whose switch the new layout dropped (fewer spines after a port-speed
+    change); only when nodes were removed may cables of devices that went with them go too."""
+    nodes = {n.name for n in plan.nodes}
+    shrunk = any(n.name not in nodes for n in previous.nodes)
+    devices = nodes | {s.name for s in plan.switches}
     now = {(c.a.device, c.a.port, c.b.device, c.b.port) for c in plan.links}
-    return [
-        (c.plane, f"{c.a.device}:{c.a.port}-{c.b.device}:{c.b.port}") for c in previous.links
-        if {c.a.device, c.b.device} <= devices and (c.a.device, c.a.port, c.b.device, c.b.port) not in now
-    ]
+    gone = [c for c in previous.links if (c.a.device, c.a.port, c.b.device, c.b.port) not in now]
+    return [(c.plane, f"{c.a.device}:{c.a.port}-{c.b.device}:{c.b.port}") for c in gone
+            if not shrunk or {c.a.device, c.b.device} <= devices]
 
 
 def _renumbered(previous: Plan, plan: Plan) -> list[tuple[str, str]]:
