@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from gpunet.api import plan_spec
 from gpunet.design import design
 from gpunet.errors import PlanError
 from gpunet.model.io import read_plan
@@ -32,3 +33,11 @@ def test_invalid_plan_names_the_first_problem(tmp_path: Path) -> None:
     path.write_text(json.dumps({"schema_version": 1, "nodes": "x"}))
     with pytest.raises(PlanError, match="not a valid plan"):
         read_plan(path)
+
+
+def test_the_node_index_follows_a_copy_with_other_nodes() -> None:
+    plan = plan_spec(None)
+    assert plan.node("gpu002") is plan.nodes_by_name["gpu002"]  # the index is built
+    fewer = plan.model_copy(update={"nodes": plan.nodes[:1]})
+    assert fewer.node("gpu002") is None and fewer.node("gpu001") == plan.nodes[0]
+    assert plan.node(None) is None and "nodes_by_name" not in plan.model_dump()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -156,3 +157,9 @@ class Plan(Frozen):
 
     def node(self, name: str | None) -> Node | None:
         return self.nodes_by_name.get(name) if name is not None else None
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Plan:
+        """A copy re-derives the node index: one carried over would name the original's nodes."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("nodes_by_name", None)
+        return copied
