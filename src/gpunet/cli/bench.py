@@ -74,7 +74,7 @@ def _print_results(results: list[Measurement]) -> None:
     """A job line for an nccl-tests run, the matrix for a few nodes, the worst pairs for many."""
     if any(m.metric == "busbw" for m in results):
         _print_job(results)
-    elif len(percent_matrix(results).names) <= MATRIX_UP_TO:
+    elif len({m.source for m in results} | {m.destination for m in results}) <= MATRIX_UP_TO:
         _print_matrix(results)
     else:
         _print_worst(results)
