@@ -5,7 +5,8 @@
    parsed and judged) and by the same iperf3 commands typed by hand, --runs times each: the ratio
    of the median received rates (gpunet / bare; >= 0.97 expected: gpunet adds no traffic).
 2. The 28 pairs of 8 servers: all-pairs in 7 rounds of 4 concurrent pairs against the same pairs
-   one after the other: the ratio of wall times (all-pairs / one by one).
+   one after the other: the ratio of wall times (all-pairs / one by one), and the all-pairs run's
+   worst and median % of expected (cross-leaf rounds fill a leaf's uplinks exactly).
 
     sudo python benchmarks/bench_overhead.py [--runs 5] [--duration 3] [--json]
 """
@@ -59,13 +60,15 @@ def one_pair(setup: BenchSetup, runs: int) -> dict[str, float]:
 def all_pairs_vs_one_by_one(setup: BenchSetup) -> dict[str, float]:
     rounds = all_pair_rounds([f"gpu{i}" for i in range(1, 9)])
     start = time.perf_counter()
-    run_rounds(setup, rounds)
+    measured = run_rounds(setup, rounds)
     concurrent = time.perf_counter() - start
+    percents = sorted(m.percent_of_expected or 0.0 for m in measured)
     start = time.perf_counter()
     run_rounds(setup, [[pair] for round_ in rounds for pair in round_])
     sequential = time.perf_counter() - start
     return {"all_pairs_s": concurrent, "one_by_one_s": sequential, "ratio": concurrent / sequential,
-            "pairs": sum(len(r) for r in rounds), "rounds": len(rounds)}
+            "pairs": sum(len(r) for r in rounds), "rounds": len(rounds), "worst_pct": percents[0],
+            "median_pct": statistics.median(percents), "flagged": sum(m.status != "ok" for m in measured)}
 
 
 def main() -> None:
@@ -93,6 +96,8 @@ def main() -> None:
           f"bare iperf3 {pair['bare_gbps'] * 1000:.1f} Mbit/s, ratio {pair['ratio']:.3f} (>= 0.97 expected)")
     print(f"{every['pairs']:.0f} pairs: all-pairs ({every['rounds']:.0f} rounds) {every['all_pairs_s']:.1f} s, "
           f"one by one {every['one_by_one_s']:.1f} s, ratio {every['ratio']:.2f}")
+    print(f"all-pairs, % of expected: worst {every['worst_pct']:.1f}, median {every['median_pct']:.1f}, "
+          f"{every['flagged']:.0f} of {every['pairs']:.0f} flagged (under 85 %)")
 
 
 if __name__ == "__main__":
