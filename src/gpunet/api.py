@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import socket
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from ClusterShell.NodeSet import NodeSet, NodeSetException
@@ -147,13 +148,15 @@ def probe(interval: float, run: CommandRunner = run_local, root: Path = Path("/"
 def bench(
     *, plan_source: Path | None, lab: str | None, pattern: str, plane: str, nodes: str | None, seconds: int,
     db: Path, tool: str = "iperf3", nccl_test: str = "all_reduce_perf", launcher: str | None = None,
-    progress: Callable[[int, int], None] = lambda d, n: None,
+    congestion: str | None = "cubic", progress: Callable[[int, int], None] = lambda d, n: None,
 ) -> tuple[int, list[Measurement]]:
     """A tool over a pattern of pairs (iperf3, ib_*_bw), each against the Plan's expectation, or one
-    nccl-tests job over the nodes; stored in db."""
+    nccl-tests job over the nodes; stored in db. `congestion`: iperf3's TCP congestion control
+    (None: the hosts' default)."""
     if tool not in TOOLS:
         raise UsageError(f"unknown tool {tool!r}; known: {', '.join(TOOLS)}")
     plan, setup = _bench_setup(plan_source, lab, plane, seconds, tool)
+    setup = replace(setup, congestion=congestion)
     chosen = bench_nodes(plan, plane, nodes)
     rounds = pattern_rounds(plan, plane, pattern, chosen) if tool != "nccl" else []
     launch = (launcher or pick_launcher()) if tool == "nccl" else ""  # refused before a run is recorded

@@ -24,7 +24,8 @@ def test_iperf3_pair_binds_both_ends_and_offsets_the_port() -> None:
     pair = iperf3_pair(ENDS, seconds=5, streams=8)
     assert pair.server == ["iperf3", "-s", "-1", "-B", "10.1.0.2", "-p", "5204"]
     assert pair.client == ["iperf3", "-c", "10.1.0.2", "-B", "10.1.0.1", "-p", "5204", "-t", "5", "-O", "1",
-                           "-P", "8", "-J"]
+                           "-P", "8", "-C", "cubic", "-J"]
+    assert "-C" not in iperf3_pair(ENDS, seconds=5, streams=8, congestion=None).client  # the host's default
 
 
 def test_perftest_pair_on_roce_uses_rdma_cm_and_each_ends_hca() -> None:

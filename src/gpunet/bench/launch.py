@@ -41,14 +41,17 @@ class Endpoints:
     port_offset: int = 0
 
 
-def iperf3_pair(ends: Endpoints, seconds: int, streams: int, omit: int = 1) -> PairCommands:
+def iperf3_pair(ends: Endpoints, seconds: int, streams: int, omit: int = 1,
+                congestion: str | None = "cubic") -> PairCommands:
     """A one-off server (-1): it exits after one test, so nothing lingers on the node. The client
-    binds its plane address so the traffic leaves through that NIC, and leaves the first `omit`
-    seconds out of the result (-O): slow start's overshoot and its retransmissions are not the path."""
+    binds its plane address so the traffic leaves through that NIC, leaves the first `omit`
+    seconds out of the result (-O: slow start's overshoot is not the path), and names its
+    congestion control (-C; None: the host's)."""
     port = str(IPERF3_PORT + ends.port_offset)
+    control = ["-C", congestion] if congestion else []
     return PairCommands(server=["iperf3", "-s", "-1", "-B", ends.server_ip, "-p", port],
                         client=["iperf3", "-c", ends.server_ip, "-B", ends.client_ip, "-p", port, "-t", str(seconds),
-                                "-O", str(omit), "-P", str(streams), "-J"])
+                                "-O", str(omit), "-P", str(streams), *control, "-J"])
 
 
 def perftest_pair(tool: str, ends: Endpoints, seconds: int, qps: int, roce: bool) -> PairCommands:

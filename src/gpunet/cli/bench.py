@@ -46,6 +46,8 @@ def run_(
     duration: Annotated[int, typer.Option(help="Seconds per measurement.", min=1)] = 3,
     tool: Annotated[str, typer.Option(help=f"One of {', '.join(TOOLS)}.")] = "iperf3",
     nccl_test: Annotated[str, typer.Option(help="nccl-tests binary, with --tool nccl.")] = "all_reduce_perf",
+    congestion: Annotated[str, typer.Option(help="iperf3's TCP congestion control (-C); 'system' for the hosts' "
+                                                 "default. Cubic shares a link evenly between streams.")] = "cubic",
     launcher: Annotated[str | None, typer.Option(help="srun or mpirun for --tool nccl (default: srun inside "
                                                       "a Slurm allocation, else mpirun).")] = None,
     db: DbOpt = DEFAULT_DB,
@@ -58,6 +60,7 @@ def run_(
         task = bar.add_task(f"{pattern} rounds", total=None)
         run_id, results = api.bench(plan_source=plan, lab=lab, pattern=pattern, plane=plane, nodes=nodes,
                                     seconds=duration, db=db, tool=tool, nccl_test=nccl_test, launcher=launcher,
+                                    congestion=None if congestion == "system" else congestion,
                                     progress=lambda done, total: bar.update(task, completed=done, total=total))
     if as_json:
         print(json.dumps({"run": run_id, "db": str(db), "measurements": _rows(results)}, indent=1))
