@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ClusterShell.NodeSet import NodeSet, NodeSetException
+from ClusterShell.NodeSet import NodeSet
 
 from gpunet.bench import bench_nodes, pattern_rounds
 from gpunet.bench.launch import TOOLS, NcclJob, pick_launcher
@@ -21,15 +21,19 @@ from gpunet.fleet import ClusterShellRunner, lab_runner
 from gpunet.fleet.doctor import FleetDoctorReport, doctor_command, fold_doctor
 from gpunet.fleet.groups import resolve_nodes
 from gpunet.lab.build import node_argv, plan_digest
-from gpunet.lab.state import lab_dir, read_state
+from gpunet.lab.state import LabState, lab_dir, read_state
 from gpunet.model.io import read_plan
+from gpunet.model.nodeset import fold
 from gpunet.model.plan import Node, Plan
 from gpunet.model.spec import Spec
 from gpunet.model.state import NodeState
+from gpunet.model.types import USER
 from gpunet.probe.node import probe_node
 from gpunet.probe.peers import plan_probes, run_probes
 from gpunet.render import TARGETS, file_mode, render_all
 from gpunet.render.plan_files import PLAN_FILES
+from gpunet.render.plan_output import recover as recover_plan_output
+from gpunet.render.plan_output import write_plan_set
 from gpunet.render.write import write_files
 from gpunet.runner import CommandRunner, run_local
 from gpunet.spec.examples import DEFAULT_EXAMPLE, example_text
@@ -52,10 +56,32 @@ def plan_spec(spec_path: Path | None, previous: Path | None = None) -> Plan:
     """Design the plan of a spec; with `previous` (an earlier plan.json), keep its assignments."""
     spec, source = load(spec_path)
     baseline = read_plan(previous) if previous is not None and previous.exists() else None
+    if baseline is not None and baseline.site.name != spec.site.name:
+        raise UsageError(f"{previous} is the plan of site {baseline.site.name!r} ({len(baseline.nodes)} nodes) and "
+                         f"this spec is site {spec.site.name!r}: write to another directory (-o), or give --fresh "
+                         "to replace it (the old plan is kept as plan.json.1)")
     try:
-        return design(spec, baseline)
+        plan = design(spec, baseline)
     except DesignError as exc:
         raise DesignError([source.locate(p) for p in exc.problems]) from None
+    if baseline is not None:
+        _refuse_dropped_nodes(baseline, plan, previous)
+    return plan
+
+
+def _refuse_dropped_nodes(baseline: Plan, plan: Plan, previous: Path | None) -> None:
+    dropped = [n.name for n in baseline.nodes if plan.node(n.name) is None]
+    if dropped:
+        raise UsageError(f"this spec drops {len(dropped)} node(s) that {previous} has: {fold(dropped)}; "
+                         "give --fresh to accept (the old plan is kept as plan.json.1)")
+
+
+def plan_into(spec_path: Path | None, out_dir: Path, *, fresh: bool) -> tuple[Plan, list[str]]:
+    """`gpunet plan`: design against OUT/plan.json (unless fresh) and replace OUT's plan files as
+    one set, the previous plan.json kept as plan.json.1."""
+    recover_plan_output(out_dir)  # a killed earlier run: its old or new set, before reading it
+    plan = plan_spec(spec_path, None if fresh else out_dir / "plan.json")
+    return plan, write_plan(plan, out_dir)
 
 
 def load_plan(source: Path | None) -> Plan:
@@ -82,13 +108,10 @@ def render_plan(
 def _pick_nodes(plan: Plan, nodes: str | None) -> list[Node]:
     if nodes is None:
         return list(plan.nodes)
-    try:
-        wanted = set(NodeSet(nodes))
-    except NodeSetException as exc:
-        raise UsageError(f"--node {nodes!r}: {exc}") from None
+    wanted = set(resolve_nodes(nodes, plan))
     missing = wanted - {n.name for n in plan.nodes}
     if missing:
-        raise UsageError(f"not in the plan: {NodeSet.fromlist(sorted(missing))}")
+        raise UsageError(f"not in the plan: {fold(sorted(missing))}")
     return [n for n in plan.nodes if n.name in wanted]
 
 
@@ -113,12 +136,14 @@ def fleet_runner(*, lab: str | None = None, ssh_lab: str | None = None, plan: Pa
                  timeout: float = 600) -> ClusterShellRunner:
     """Lab servers through ip netns exec, lab servers over real SSH with the lab key, or real nodes
     over SSH (at their management addresses when a plan is given)."""
+    if fanout < 1:
+        raise UsageError(f"--fanout {fanout}: at least one connection at a time")
+    if user is not None and not USER.match(user):
+        raise UsageError(f"--user {user!r} is not a user name (lowercase letters, digits, '_' and '-')")
     if lab:
         return lab_runner(lab, str(lab_dir(lab) / "uts"), timeout)
     if ssh_lab:
-        state = read_state(ssh_lab)
-        if state is None:
-            raise UsageError(f"no lab {ssh_lab!r}; `gpunet lab up` builds one")
+        state = _lab_state(ssh_lab)
         return ClusterShellRunner(user="root", key=str(lab_dir(ssh_lab) / "id_ed25519"),
                                   addresses=state.mgmt_addresses, fanout=fanout, command_timeout=timeout,
                                   ssh_options=("-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
@@ -132,7 +157,20 @@ def fleet_nodes(pattern: str, *, plan: Path | None = None, lab: str | None = Non
     """A NodeSet; with a plan (or a lab's), `@role:gpu`, `@leaf:NAME`, `@rail:N`, `@plane:NAME`
     and `@GROUP` name the Plan's nodes."""
     source = lab_dir(lab) / "plan.json" if lab else plan
-    return resolve_nodes(pattern, load_plan(source) if source else None)
+    nodes = resolve_nodes(pattern, load_plan(source) if source else None)
+    if lab:
+        servers = _lab_state(lab).servers
+        unknown = [n for n in nodes if n not in servers]
+        if unknown:
+            raise UsageError(f"not servers of lab {lab}: {fold(unknown)}; servers: {fold(servers)}")
+    return nodes
+
+
+def _lab_state(lab: str) -> LabState:
+    state = read_state(lab)
+    if state is None:
+        raise UsageError(f"no lab {lab!r}; `gpunet lab up` builds one")
+    return state
 
 
 def fleet_doctor(runner: ClusterShellRunner, nodes: NodeSet, *, remote_plan: str, gpunet: Sequence[str],
@@ -179,9 +217,7 @@ def _bench_setup(plan_source: Path | None, lab: str | None, plane: str, seconds:
                                 seconds=seconds, tool=tool)
     if tool != "iperf3":
         raise UsageError(f"a lab emulates cables, not RDMA devices or GPUs: {tool} cannot run there (iperf3 can)")
-    state = read_state(lab)
-    if state is None:
-        raise UsageError(f"no lab {lab!r}; `gpunet lab up` builds one")
+    state = _lab_state(lab)
     plan = read_plan(lab_dir(lab) / "plan.json")
     return plan, BenchSetup(plan=plan, on_node=lambda n, c: node_argv(lab, n, c), plane=plane, seconds=seconds,
                             scale=state.scale_mbit_per_gbit)
@@ -189,7 +225,7 @@ def _bench_setup(plan_source: Path | None, lab: str | None, plane: str, seconds:
 
 def _ssh_on(addresses: dict[str, str]) -> Callable[[str, Sequence[str]], list[str]]:
     def argv(node: str, command: Sequence[str]) -> list[str]:
-        return ["ssh", "-o", "BatchMode=yes", addresses.get(node, node), shlex.join(command)]
+        return ["ssh", "-o", "BatchMode=yes", "--", addresses.get(node, node), shlex.join(command)]
     return argv
 
 
@@ -204,7 +240,7 @@ def management_addresses(source: Path) -> dict[str, str]:
 
 def write_plan(plan: Plan, out_dir: Path) -> list[str]:
     """Write plan.json and the CSV/Markdown views; returns the files that changed."""
-    return write_files(out_dir, {name: render(plan) for name, render in PLAN_FILES.items()})
+    return write_plan_set(out_dir, {name: render(plan) for name, render in PLAN_FILES.items()})
 
 
 __all__ = ["DesignError", "SpecError", "load", "plan_spec", "validate_spec", "write_plan"]

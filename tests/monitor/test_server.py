@@ -13,7 +13,6 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import bcrypt
@@ -24,7 +23,8 @@ from gpunet.errors import UsageError
 from gpunet.monitor import parse_listen
 from gpunet.monitor.collectors import NodeView
 from gpunet.monitor.exporter import GpunetCollector, node_collectors
-from gpunet.monitor.server import BasicAuth, ExporterHandler, WebConfig, load_web_config, make_server
+from gpunet.monitor.server import ExporterServer, Limits, make_server
+from gpunet.monitor.webconfig import BasicAuth, WebConfig, load_web_config
 
 PASSWORD = "s3cret-scrape"
 RECORDED = Path(__file__).parent.parent / "fixtures" / "sysfs" / "veth-pair"
@@ -56,10 +56,10 @@ def _web_config(tmp_path: Path, certificate: tuple[Path, Path]) -> Path:
 
 
 @contextmanager
-def serving(config: WebConfig, address: str = "127.0.0.1") -> Iterator[ThreadingHTTPServer]:
+def serving(config: WebConfig, address: str = "127.0.0.1", limits: Limits | None = None) -> Iterator[ExporterServer]:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(GpunetCollector(node_collectors(NodeView(root=RECORDED), False)))
-    server = make_server(registry, address, 0, config)
+    server = make_server(registry, address, 0, config, limits or Limits())
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -187,9 +187,9 @@ def _head(url: str, user: str | None = None, password: str = "") -> int:
         return error.code
 
 
-def test_an_idle_connection_is_closed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ExporterHandler, "timeout", 0.5)
-    with serving(WebConfig()) as server, socket.create_connection(("127.0.0.1", server.server_address[1])) as idle:
+def test_an_idle_connection_is_closed() -> None:
+    with serving(WebConfig(), limits=Limits(head_deadline_s=0.5)) as server, \
+            socket.create_connection(("127.0.0.1", server.server_address[1])) as idle:
         idle.settimeout(5)
         assert idle.recv(1) == b""  # the server hung up on a client that said nothing
 

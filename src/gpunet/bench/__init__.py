@@ -3,10 +3,10 @@ carry, stored in SQLite."""
 
 from __future__ import annotations
 
-from ClusterShell.NodeSet import NodeSet
-
 from gpunet.bench.schedule import Pair, Round, all_pair_rounds, incast, one_pair, rail_of, rail_rounds, topology_rounds
 from gpunet.errors import UsageError
+from gpunet.fleet.groups import resolve_nodes
+from gpunet.model.nodeset import fold
 from gpunet.model.plan import Interface, Plan
 
 PATTERNS = ("all-pairs", "topo", "incast", "pair", "rail")
@@ -17,10 +17,10 @@ def bench_nodes(plan: Plan, plane: str, nodes: str | None) -> list[str]:
     on_plane = [n.name for n in plan.nodes if any(i.plane == plane and i.address for i in n.interfaces)]
     if nodes is None:
         return on_plane
-    wanted = list(NodeSet(nodes))
+    wanted = list(resolve_nodes(nodes, plan))
     missing = [n for n in wanted if n not in on_plane]
     if missing:
-        raise UsageError(f"no address on the {plane} plane: {NodeSet.fromlist(missing)}")
+        raise UsageError(f"no address on the {plane} plane: {fold(missing)}")
     return wanted
 
 

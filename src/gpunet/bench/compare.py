@@ -17,6 +17,7 @@ from gpunet.errors import SpecError, SpecProblem, UsageError
 from gpunet.model.base import Frozen
 from gpunet.model.spec import PlaneName
 from gpunet.spec.loader import parse_yaml_document, real_errors
+from gpunet.spec.yamldoc import read_document
 
 Verdict = Literal["ok", "warn", "fail", "new", "missing"]
 Key = tuple[str, str, str, str, int | None]  # source, destination, plane, metric, rail
@@ -171,9 +172,10 @@ def load_rules(path: Path | None) -> Rules:
     if path is None:
         return parse_rules(DEFAULT_RULES_YAML, "<default rules>")
     try:
-        return parse_rules(path.read_text(), str(path))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read the rules file: {exc}") from None
+        text = read_document(path, "rules file")
+    except SpecError as exc:
+        raise UsageError("\n".join(map(str, exc.problems))) from None
+    return parse_rules(text, str(path))
 
 
 def parse_rules(text: str, file: str = "<rules>") -> Rules:

@@ -8,9 +8,8 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ClusterShell.NodeSet import NodeSet
-
 from gpunet.errors import UsageError
+from gpunet.model.nodeset import fold
 
 PERFTEST_TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
 PAIR_TOOLS = ("iperf3", *PERFTEST_TOOLS)
@@ -85,7 +84,7 @@ def nccl_argv(launcher: str, nodes: Sequence[str], gpus_per_node: int, job: Nccl
             "-n", str(job.iterations)]
     if launcher == "srun":
         return ["srun", f"--nodes={len(nodes)}", f"--ntasks-per-node={gpus_per_node}",
-                f"--nodelist={NodeSet.fromlist(nodes)}", "--mpi=pmix", *test]
+                f"--nodelist={fold(nodes)}", "--mpi=pmix", *test]
     if launcher == "mpirun":
         hosts = ",".join(f"{n}:{gpus_per_node}" for n in nodes)
         passed = [a for pair in NCCL_ENV_PASSED for a in ("-x", pair)]

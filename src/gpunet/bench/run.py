@@ -9,8 +9,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ClusterShell.NodeSet import NodeSet
-
 from gpunet.bench import pair_interfaces
 from gpunet.bench.expected import BELOW_EXPECTED, rdma_expected_gbps, tcp_expected_gbps
 from gpunet.bench.iperf3 import parse_iperf3_json
@@ -28,6 +26,7 @@ from gpunet.bench.perftest import parse_perftest
 from gpunet.bench.schedule import Pair, Round, rail_of
 from gpunet.bench.store import Measurement
 from gpunet.errors import ParseError, UsageError
+from gpunet.model.nodeset import fold
 from gpunet.model.plan import Plan
 from gpunet.runner import CommandRunner, run_local
 
@@ -141,7 +140,7 @@ def run_nccl(plan: Plan, nodes: list[str], job: NcclJob, launcher: str, *, run: 
     run judges the speed, not a figure from the Plan."""
     gpus = min((n.gpus for n in plan.nodes if n.name in set(nodes)), default=0)
     if gpus < 1:
-        raise UsageError(f"{NodeSet.fromlist(nodes)} have no GPUs in the Plan")
+        raise UsageError(f"{fold(nodes)} have no GPUs in the Plan")
     done = run(nccl_argv(launcher, nodes, gpus, job), check=False, timeout=timeout)
     raw = done.stdout + done.stderr
     try:
@@ -150,5 +149,5 @@ def run_nccl(plan: Plan, nodes: list[str], job: NcclJob, launcher: str, *, run: 
         result = None
     value = result.avg_busbw_gbs if result and result.avg_busbw_gbs is not None else 0.0
     status = "ok" if result is not None and result.ok and done.returncode == 0 else "failed"
-    return Measurement(source=str(NodeSet.fromlist(nodes)), destination=job.test, plane="compute",
+    return Measurement(source=fold(nodes), destination=job.test, plane="compute",
                        metric="busbw", value=value, unit="GB/s", expected=None, status=status, raw=raw)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -66,12 +67,28 @@ def default_db() -> Path:
 
 
 def _open(path: Path) -> sqlite3.Connection:
+    """For writing: the database, made (with its directory) when missing."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    db = sqlite3.connect(path)
-    db.executescript(SCHEMA)
-    if "rail" not in {row[1] for row in db.execute("PRAGMA table_info(measurements)")}:
-        db.execute("ALTER TABLE measurements ADD COLUMN rail INTEGER")  # a database from before rails
+    try:
+        db = sqlite3.connect(path)
+        db.executescript(SCHEMA)
+        if "rail" not in {row[1] for row in db.execute("PRAGMA table_info(measurements)")}:
+            db.execute("ALTER TABLE measurements ADD COLUMN rail INTEGER")  # a database from before rails
+    except sqlite3.DatabaseError as exc:
+        raise UsageError(f"{path} is not a gpunet bench database: {exc}") from None
     return db
+
+
+@contextmanager
+def _reading(path: Path) -> Iterator[sqlite3.Connection]:
+    """For reading: opened read-only, never created; what is not a bench database is a UsageError."""
+    if not path.is_file():
+        raise UsageError(f"no bench database at {path} (`gpunet bench run` creates it; --db names another)")
+    try:
+        with closing(sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)) as db:
+            yield db
+    except sqlite3.DatabaseError as exc:
+        raise UsageError(f"{path} is not a gpunet bench database: {exc}") from None
 
 
 def save_run(path: Path, *, plan_hash: str, tool: str, pattern: str, arguments: str,
@@ -98,7 +115,7 @@ def add_measurements(path: Path, run_id: int, measurements: list[Measurement]) -
 
 
 def history(path: Path, limit: int = 20) -> list[RunSummary]:
-    with closing(_open(path)) as db:
+    with _reading(path) as db:
         rows = db.execute(
             "SELECT r.id, r.started, r.tool, r.pattern, COUNT(m.run_id), SUM(m.status != 'ok') FROM runs r "
             "LEFT JOIN measurements m ON m.run_id = r.id GROUP BY r.id ORDER BY r.id DESC LIMIT ?", (limit,)).fetchall()
@@ -107,16 +124,18 @@ def history(path: Path, limit: int = 20) -> list[RunSummary]:
 
 
 def measurements(path: Path, run_id: int) -> list[Measurement]:
-    with closing(_open(path)) as db:
-        rows = db.execute(f"SELECT {', '.join(COLUMNS)} FROM measurements WHERE run_id = ?", (run_id,)).fetchall()
+    with _reading(path) as db:
+        present = {row[1] for row in db.execute("PRAGMA table_info(measurements)")}
+        selected = ", ".join(c if c in present else f"NULL AS {c}" for c in COLUMNS)  # rail: a database before rails
+        rows = db.execute(f"SELECT {selected} FROM measurements WHERE run_id = ?", (run_id,)).fetchall()
     return [Measurement(**dict(zip(COLUMNS, row, strict=True))) for row in rows]
 
 
 def run_info(path: Path, run_id: int) -> RunInfo | None:
     """What was run (tool, pattern, arguments, plan) as stored; None for an unknown id."""
-    if not path.exists():
+    if not path.exists() or not 0 < run_id < 2**63:  # SQLite's integers are 64-bit
         return None
-    with closing(_open(path)) as db:
+    with _reading(path) as db:
         row = db.execute("SELECT id, started, plan_hash, tool, pattern, arguments FROM runs WHERE id = ?",
                          (run_id,)).fetchone()
     return RunInfo(**dict(zip(RunInfo.model_fields, row, strict=True))) if row else None

@@ -15,7 +15,8 @@ from gpunet import api
 from gpunet.cli.console import stderr
 from gpunet.cli.errors import handles_errors
 from gpunet.monitor import ExporterOptions, build_registry, default_listen, parse_listen
-from gpunet.monitor.server import WebConfig, load_web_config, make_server
+from gpunet.monitor.server import make_server
+from gpunet.monitor.webconfig import WebConfig, load_web_config
 
 
 @handles_errors

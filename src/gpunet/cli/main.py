@@ -64,14 +64,13 @@ def plan(
         help="Cluster spec (YAML); the built-in scalable-unit example when omitted.")] = None,
     out: Annotated[Path, typer.Option("-o", "--out", help="Output directory.")] = Path("gpunet-out"),
     fresh: Annotated[bool, typer.Option(
-        "--fresh", help="Ignore OUT/plan.json: assign addresses, slots and ports from scratch.")] = False,
+        "--fresh", help="Ignore OUT/plan.json: assign addresses, slots and ports from scratch (also to replace "
+                        "another site's plan, or drop nodes; the old plan is kept as plan.json.1).")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Design the fabric, addresses, cabling and bill of materials; write them to OUT."""
-    previous = None if fresh else out / "plan.json"
     with stderr.status("designing the plan…", spinner="dots"):
-        result = api.plan_spec(spec, previous)
-        changed = api.write_plan(result, out)
+        result, changed = api.plan_into(spec, out, fresh=fresh)
     if as_json:
         print(json.dumps(summary(result) | {"out": str(out), "changed": changed}, indent=1))
         return

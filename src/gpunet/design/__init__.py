@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from ClusterShell.NodeSet import NodeSet
-
 from gpunet import __version__
 from gpunet.design.addressing import (
     assign_addresses,
@@ -23,6 +21,7 @@ from gpunet.design.fabric import (
 )
 from gpunet.design.stability import check_stable
 from gpunet.model.base import bulk_objects
+from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.plan import FabricBasis, Interface, Node, Plan, Plane, PlaneCapacity
 from gpunet.model.spec import NodeGroup, PlaneName, Spec, plane_mtu
 
@@ -39,7 +38,7 @@ def design(spec: Spec, previous: Plan | None = None) -> Plan:
 
 
 def _design(spec: Spec, previous: Plan | None) -> Plan:
-    members: Members = [(g, n) for g in spec.groups for n in NodeSet(g.nodes)]
+    members: Members = [(g, n) for g in spec.groups for n in parse_nodeset(g.nodes)]
     rails = {name: _rails_likely(spec, name, members, previous) for name in spec.planes}
     interfaces = _interfaces(spec, members, rails, previous)
     attached = {name: _attached(name, members, interfaces) for name in spec.planes}

@@ -16,6 +16,7 @@ from ClusterShell.Worker.Exec import ExecWorker
 from ClusterShell.Worker.Worker import Worker
 
 from gpunet.model.base import Frozen
+from gpunet.model.nodeset import fold
 
 
 class NodeOutcome(Frozen):
@@ -40,7 +41,7 @@ class FleetResult(Frozen):
         by_key: dict[tuple[int | None, str, str, str | None], list[str]] = defaultdict(list)
         for name, o in self.outcomes.items():
             by_key[o.rc, o.stdout, o.stderr, o.error].append(name)
-        folded = [(str(NodeSet.fromlist(names)), self.outcomes[names[0]]) for names in by_key.values()]
+        folded = [(fold(names), self.outcomes[names[0]]) for names in by_key.values()]
         return sorted(folded, key=lambda g: (g[1].rc != 0, g[0]))
 
 

@@ -8,13 +8,13 @@ import json
 from collections import defaultdict
 from collections.abc import Sequence
 
-from ClusterShell.NodeSet import NodeSet
 from pydantic import ValidationError
 
 from gpunet.checks import Finding
 from gpunet.checks.base import VERDICT_ORDER
 from gpunet.fleet import FleetResult
 from gpunet.model.base import Frozen
+from gpunet.model.nodeset import fold
 
 
 class FoldedFinding(Frozen):
@@ -56,7 +56,7 @@ def fold_doctor(result: FleetResult) -> FleetDoctorReport:
         else:
             findings += [f.model_copy(update={"node": name}) for f in parsed]
     return FleetDoctorReport(nodes=len(result.outcomes), findings=tuple(_fold(findings)),
-                             unreachable={str(NodeSet.fromlist(n)): why for why, n in unreachable.items()})
+                             unreachable={fold(n): why for why, n in unreachable.items()})
 
 
 def _findings(stdout: str) -> list[Finding] | None:
@@ -72,7 +72,7 @@ def _fold(findings: list[Finding]) -> list[FoldedFinding]:
     groups: dict[tuple[str, str, str, str, str], list[Finding]] = defaultdict(list)
     for f in findings:
         groups[f.check, f.verdict, f.subject, f.expected, f.fix].append(f)
-    folded = [FoldedFinding(check=c, verdict=v, subject=s, nodes=str(NodeSet.fromlist([f.node for f in fs])),
+    folded = [FoldedFinding(check=c, verdict=v, subject=s, nodes=fold([f.node for f in fs]),
                             count=len(fs), observed=fs[0].observed or fs[0].evidence,
                             variants=len({f.observed for f in fs}), expected=e, fix=fix)
               for (c, v, s, e, fix), fs in groups.items()]

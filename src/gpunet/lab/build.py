@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import shutil
 import subprocess
@@ -56,9 +57,22 @@ def lab_up(
 ) -> LabState:
     """Build the (sliced) plan in namespaces; idempotent for the same plan and id."""
     check_id(lab_id)
+    check_sizes(max_nodes, scale)
     _require_root()
     with labs_lock():
         return _up(plan, lab_id, max_nodes=max_nodes, scale=scale, run=run, progress=progress)
+
+
+MAX_SCALE = 1000.0  # Mbit/s per plan Gbit/s: 400G at 400 Gbit/s is past what veths carry anyway
+
+
+def check_sizes(max_nodes: int, scale: float) -> None:
+    """Refused before anything is recorded: a NaN scale would be written as null and make the
+    state file unreadable to `lab down`."""
+    if max_nodes < 2:
+        raise LabUsageError(f"--max-nodes {max_nodes}: a lab needs at least 2 servers")
+    if not (math.isfinite(scale) and 0 < scale <= MAX_SCALE):
+        raise LabUsageError(f"--scale {scale}: give Mbit/s per plan Gbit/s, above 0 and at most {MAX_SCALE:g}")
 
 
 def _require_root() -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import subprocess
+from collections.abc import Sequence
 
-from gpunet.errors import LabError, LabUsageError
+from gpunet.errors import CommandError, LabError, LabUsageError
 from gpunet.lab.netns import ip_batch, tbf_line
 from gpunet.lab.state import Fault, LabState, VethState, labs_lock, read_state, write_state
 from gpunet.runner import CommandRunner, run_local
@@ -45,23 +47,64 @@ def apply_fault(lab_id: str, target: str, kind: str, value: str = "", run: Comma
 def _apply(lab_id: str, target: str, kind: str, value: str, run: CommandRunner) -> Fault:
     state = _state(lab_id)
     cable = find_cable(state, target)
+    check_fault_value(kind, value)
     fault = Fault(cable=cable.cable, kind=kind, value=value)
     kept = tuple(f for f in state.faults if not (f.cable == fault.cable and f.kind == kind))
     write_state(state.model_copy(update={"faults": (*kept, fault)}))  # first: heal can undo a half-applied one
     try:
         for ns, dev in _ends(cable):
             _apply_end(ns, dev, cable, kind=kind, value=value, run=run)
-    except LabUsageError:
-        write_state(state)  # nothing was applied: a bad value is caught before the first command
-        raise
+    except (LabError, CommandError) as exc:
+        # Not applied: undo what one end took, and `lab status` never lists a fault that is not there.
+        for ns, dev in _ends(cable):
+            _undo_end(ns, dev, cable, kind=kind, routes=state.routes, run=_quiet(run))
+        write_state(state)
+        raise LabError(f"{kind} fault on {cable.cable} not applied: {_reason(exc)}") from None
     return fault
+
+
+MTU_RANGE = (68, 65535)  # IPv4's minimum; a veth's maximum
+
+
+def check_fault_value(kind: str, value: str) -> None:
+    """Refuse a value the kernel or tc would refuse, before anything changes."""
+    if kind == "loss" and not _in_range(value, 0, 100, low_open=True):
+        raise LabUsageError(f"--loss {value}: a percentage above 0 and at most 100")
+    if kind == "mtu" and not (value.isdigit() and MTU_RANGE[0] <= int(value) <= MTU_RANGE[1]):
+        raise LabUsageError(f"--mtu {value}: a whole number from {MTU_RANGE[0]} to {MTU_RANGE[1]}")
+    if kind == "rate" and parse_rate(value) <= 0:
+        raise LabUsageError(f"--rate {value}: a rate above 0 (100mbit, 1gbit)")
+    if kind not in ("loss", "down", "mtu", "rate", "delay"):
+        raise LabUsageError(f"unknown fault {kind!r}")
+
+
+def _in_range(value: str, low: float, high: float, low_open: bool) -> bool:
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    return (low < number if low_open else low <= number) and number <= high  # false for nan
+
+
+def _quiet(run: CommandRunner) -> CommandRunner:
+    """The runner, with failures ignored: undoing a fault that half-applied is best effort."""
+    def quiet(argv: Sequence[str], *, stdin: str | None = None, check: bool = True,
+              timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        del check
+        return run(argv, stdin=stdin, check=False, timeout=timeout)
+    return quiet
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, CommandError):
+        lines = exc.stderr.strip().splitlines()
+        return lines[0][:200] if lines else f"{exc.command.split()[0]} exited {exc.returncode}"
+    return str(exc)
 
 
 def _apply_end(ns: str, dev: str, cable: VethState, *, kind: str, value: str, run: CommandRunner) -> None:
     if kind == "loss":
         percent = float(value)
-        if not 0 < percent <= 100:
-            raise LabUsageError("--loss takes a percentage in (0, 100]")
         run(["ip", "netns", "exec", ns, "nft", "delete", "table", "netdev", f"gnloss_{dev}"], check=False)
         run(["ip", "netns", "exec", ns, "nft", "-f", "-"], stdin=loss_script(dev, percent))
     elif kind == "down":
@@ -86,7 +129,7 @@ def _delay(ns: str, dev: str, value: str, run: CommandRunner) -> None:
 def parse_rate(text: str) -> float:
     """'100mbit' -> 100.0 (Mbit/s), like tc's own units."""
     match = RATE.match(text.strip().lower())
-    if not match:
+    if not match or len(match[1]) > 12:
         raise LabUsageError(f"rate {text!r}: write it as tc does, e.g. 100mbit, 1gbit, 500kbit")
     return float(match[1]) * UNIT_MBIT[match[2]]
 

@@ -8,14 +8,25 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from gpunet.errors import LabError
 from gpunet.runner import CommandRunner
 
 NETNS_DIR = Path("/run/netns")
 
 
+def batch_text(lines: Iterable[str]) -> str:
+    """`-batch` input, one command a line: a line holding a line break (a name from a plan that
+    escaped validation) would add a command of its own, so it stops everything instead."""
+    chosen = list(lines)
+    bad = next((line for line in chosen if any(c in line for c in "\n\r\0")), None)
+    if bad is not None:
+        raise LabError(f"refusing a batch command with a line break or NUL in it: {bad[:80]!r}")
+    return "\n".join(chosen)
+
+
 def ip_batch(run: CommandRunner, lines: Iterable[str], ns: str | None = None, force: bool = False) -> None:
     """Many `ip` commands in one process: thousands of routes take a fraction of a second."""
-    text = "\n".join(lines)
+    text = batch_text(lines)
     if not text:
         return
     argv = ["ip", *(["-n", ns] if ns else []), *(["-force"] if force else []), "-batch", "-"]
@@ -23,7 +34,7 @@ def ip_batch(run: CommandRunner, lines: Iterable[str], ns: str | None = None, fo
 
 
 def tc_batch(run: CommandRunner, lines: Iterable[str], ns: str) -> None:
-    text = "\n".join(lines)
+    text = batch_text(lines)
     if text:
         run(["tc", "-n", ns, "-batch", "-"], stdin=text + "\n")
 

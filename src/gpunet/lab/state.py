@@ -7,13 +7,19 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from gpunet.errors import LabError, LabUsageError
 from gpunet.lab.addressing import MAX_LABS
 from gpunet.model.base import Frozen
+from gpunet.model.types import AddressText, Hostname, InterfaceText, PortName
+
+# What the state file's names may be: they go into `ip`, `tc` and `nsenter` command lines.
+Namespace = Annotated[str, StringConstraints(pattern=r"^gn[a-z0-9]{1,4}-[A-Za-z0-9-]{1,63}$")]
+HostSide = Annotated[str, StringConstraints(pattern=r"^(gn[a-z0-9]{1,4}-[A-Za-z0-9-]{1,63})?$")]  # "" is the host
+CableEnd = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9-]{1,63}:[A-Za-z0-9_.-]{1,15}$|^host$")]
 
 STATE_FILE = "state.json"
 
@@ -21,15 +27,15 @@ STATE_FILE = "state.json"
 class VethState(Frozen):
     """One cable: a veth pair between two namespaces (a_ns "" is the host's own)."""
 
-    a_ns: str
-    a_if: str
-    b_ns: str
-    b_if: str
-    mtu: int
-    mbit: float
+    a_ns: HostSide
+    a_if: PortName
+    b_ns: Namespace
+    b_if: PortName
+    mtu: int = Field(ge=68, le=65535)
+    mbit: float = Field(ge=0, allow_inf_nan=False)
     plane: str
-    a_end: str  # "gpu001:ib0", as in cabling.csv: how users name either end in `lab fault`
-    b_end: str  # "comp-leaf001:1"
+    a_end: CableEnd  # "gpu001:ib0", as in cabling.csv: how users name either end in `lab fault`
+    b_end: CableEnd  # "comp-leaf001:1"
 
     @property
     def cable(self) -> str:
@@ -39,8 +45,8 @@ class VethState(Frozen):
 class AddressPair(Frozen):
     """Where a plan address lives in the lab."""
 
-    plan: str
-    lab: str
+    plan: InterfaceText | Literal[""]
+    lab: InterfaceText
 
 
 FaultKind = Literal["loss", "down", "mtu", "rate", "delay"]
@@ -60,19 +66,19 @@ class LabState(Frozen):
     status: Literal["building", "up"]
     plan_digest: str
     block: str
-    host_if: str
-    host_address: str
+    host_if: PortName
+    host_address: InterfaceText
     mgmt_subnet: str
-    namespaces: dict[str, str]  # namespace -> kind
-    servers: dict[str, str]  # node -> namespace
-    mgmt_addresses: dict[str, str]
+    namespaces: dict[Namespace, str]  # namespace -> kind
+    servers: dict[Hostname, Namespace]  # node -> namespace
+    mgmt_addresses: dict[Hostname, AddressText]
     address_map: dict[str, AddressPair]  # "node/interface" ->
     veths: tuple[VethState, ...]
     notes: tuple[str, ...]
     faults: tuple[Fault, ...] = Field(default=())
     # Static routes per namespace: the kernel drops those over a link taken down; heal re-adds them.
     routes: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-    scale_mbit_per_gbit: float = 1.0
+    scale_mbit_per_gbit: float = Field(1.0, gt=0, allow_inf_nan=False)
 
 
 def labs_root() -> Path:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import cached_property
+from ipaddress import IPv4Address, IPv4Network
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from gpunet.model.base import Frozen
 from gpunet.model.spec import (
-    DEVICE_PATTERN,
-    HOSTNAME,
     BondSpec,
     FabricSpec,
     FabricStyle,
@@ -19,6 +18,19 @@ from gpunet.model.spec import (
     Role,
     SiteSpec,
     Technology,
+)
+from gpunet.model.types import (
+    AddressText,
+    Device,
+    HcaName,
+    Hostname,
+    Interface6Text,
+    InterfaceText,
+    ModelName,
+    Name,
+    PortName,
+    Subnet6Text,
+    SubnetText,
 )
 
 PLAN_SCHEMA_VERSION = 1
@@ -29,30 +41,30 @@ LinkTier = Literal["direct", "node_leaf", "leaf_spine", "spine_core"]
 class Interface(Frozen):
     """One addressed or cabled interface of a node on one plane."""
 
-    name: str = Field(pattern=DEVICE_PATTERN)
+    name: Device
     plane: PlaneName
-    speed_gbps: int
-    mtu: int
-    address: str | None = None  # CIDR, e.g. 10.0.0.5/24; None for bond members
-    address6: str | None = None
-    hostname: str | None = None
-    rail: int | None = None
-    hca: str | None = None  # RDMA device (mlx5_3) on InfiniBand and RoCE planes
-    vlan: int | None = None
+    speed_gbps: int = Field(ge=1)
+    mtu: int = Field(ge=576, le=65520)
+    address: InterfaceText | None = None  # CIDR, e.g. 10.0.0.5/24; None for bond members
+    address6: Interface6Text | None = None
+    hostname: Hostname | None = None
+    rail: int | None = Field(None, ge=0)
+    hca: HcaName | None = None  # RDMA device (mlx5_3) on InfiniBand and RoCE planes
+    vlan: int | None = Field(None, ge=1, le=4094)
     bond: BondSpec | None = None  # set on the bond interface itself
-    members: tuple[str, ...] = ()
-    master: str | None = None  # set on bond members
+    members: tuple[Device, ...] = ()
+    master: Device | None = None  # set on bond members
     cabled: bool = True  # a bond is logical: its members carry the cables
 
 
 class Node(Frozen):
     """A server: its role, GPUs and every interface on every plane."""
 
-    name: str = Field(pattern=HOSTNAME.pattern)
-    group: str
+    name: Hostname
+    group: Name
     role: Role
-    gpus: int
-    gpu_model: str | None = None
+    gpus: int = Field(ge=0)
+    gpu_model: ModelName | None = None
     interfaces: tuple[Interface, ...]
     # Attachment slot per switched plane (scalable-unit position or leaf position); kept
     # from the previous plan so growth never moves an existing node.
@@ -66,20 +78,20 @@ class Node(Frozen):
 
 
 class Switch(Frozen):
-    name: str
+    name: Hostname
     plane: PlaneName
     tier: Tier
-    model: str
-    radix: int
-    port_gbps: int
+    model: ModelName
+    radix: int = Field(ge=1)
+    port_gbps: int = Field(ge=1)
     pod: int | None = None
     su: int | None = None
     rail: int | None = None
 
 
 class Port(Frozen):
-    device: str
-    port: str  # switch ports are "1".."radix"; node ports are interface names
+    device: Hostname
+    port: PortName  # switch ports are "1".."radix"; node ports are interface names
 
 
 class Link(Frozen):
@@ -105,12 +117,12 @@ class FabricBasis(Frozen):
 class Plane(Frozen):
     name: PlaneName
     technology: Technology
-    subnet: str
-    subnet6: str | None = None
-    gateway: str | None = None
-    vlan: int | None = None
-    mtu: int
-    speed_gbps: int
+    subnet: SubnetText
+    subnet6: Subnet6Text | None = None
+    gateway: AddressText | None = None
+    vlan: int | None = Field(None, ge=1, le=4094)
+    mtu: int = Field(ge=576, le=65520)
+    speed_gbps: int = Field(ge=1)
     style: FabricStyle
     basis: FabricBasis | None = None
 
@@ -134,8 +146,8 @@ class PlaneCapacity(Frozen):
 class BomLine(Frozen):
     item: Literal["switch", "cable"]
     plane: PlaneName
-    tier: str
-    model: str
+    tier: str = Field(pattern=r"^[a-z_]{1,20}$")
+    model: ModelName
     count: int
 
 
@@ -150,6 +162,15 @@ class Plan(Frozen):
     capacity: tuple[PlaneCapacity, ...]
     bom: tuple[BomLine, ...] = Field(default=())
 
+    @model_validator(mode="after")
+    def _consistent(self) -> Plan:
+        """What plan.json must hold together before anything reads it: one owner per name, cables
+        between known ports, addresses inside their plane. The first problem is reported."""
+        problem = next(_cross_reference_problems(self), None)
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
     @cached_property
     def nodes_by_name(self) -> dict[str, Node]:
         """Built once per plan: an all-pairs run looks two nodes up per pair, among thousands."""
@@ -163,3 +184,52 @@ class Plan(Frozen):
         copied = super().model_copy(update=update, deep=deep)
         copied.__dict__.pop("nodes_by_name", None)
         return copied
+
+
+def _cross_reference_problems(plan: Plan) -> Iterator[str]:
+    yield from _name_problems(plan)
+    yield from _link_problems(plan)
+    yield from _address_problems(plan)
+
+
+def _name_problems(plan: Plan) -> Iterator[str]:
+    seen: set[str] = set()
+    for name in [n.name for n in plan.nodes] + [s.name for s in plan.switches]:
+        if name in seen:
+            yield f"device name {name!r} is used twice (nodes and switches need names of their own)"
+        seen.add(name)
+    hostnames: set[str] = set()
+    for node in plan.nodes:
+        for iface in node.interfaces:
+            if iface.hostname is not None and iface.hostname in hostnames:
+                yield f"hostname {iface.hostname!r} is given twice"
+            hostnames.add(iface.hostname or "")
+
+
+def _link_problems(plan: Plan) -> Iterator[str]:
+    ports = {(n.name, i.name) for n in plan.nodes for i in n.interfaces}
+    switches = {s.name: s.radix for s in plan.switches}
+    planes = {p.name for p in plan.planes}
+    for link in plan.links:
+        if link.plane not in planes:
+            yield f"cable {link.a.device}:{link.a.port} is on plane {link.plane!r}, which the plan does not have"
+        for end in (link.a, link.b):
+            if end.device in switches:
+                if not end.port.isdigit() or not 1 <= int(end.port) <= switches[end.device]:
+                    yield f"cable end {end.device}:{end.port} is not a port of that switch"
+            elif (end.device, end.port) not in ports:
+                yield f"cable end {end.device}:{end.port} is not an interface of a node or a switch of the plan"
+
+
+def _address_problems(plan: Plan) -> Iterator[str]:
+    subnets = {p.name: IPv4Network(p.subnet) for p in plan.planes}
+    for plane in plan.planes:
+        if plane.gateway is not None and IPv4Address(plane.gateway) not in subnets[plane.name]:
+            yield f"plane {plane.name}: gateway {plane.gateway} is outside its subnet {plane.subnet}"
+    for node in plan.nodes:
+        for iface in node.interfaces:
+            subnet = subnets.get(iface.plane)
+            if subnet is None:
+                yield f"{node.name}/{iface.name} is on plane {iface.plane!r}, which the plan does not have"
+            elif iface.address is not None and IPv4Address(iface.address.split("/")[0]) not in subnet:
+                yield f"{node.name}/{iface.name}: address {iface.address} is outside plane {iface.plane}'s {subnet}"

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-import re
-from ipaddress import IPv4Address, IPv4Network, IPv6Network
+from ipaddress import IPv4Address
 from typing import Annotated, Literal
 
-from ClusterShell.NodeSet import NodeSet, NodeSetException
 from pydantic import AfterValidator, BeforeValidator, Field, IPvAnyAddress, model_validator
 
 from gpunet.model.base import Frozen
+from gpunet.model.nodeset import NodeSetError, parse_nodeset
+from gpunet.model.types import (
+    Device,
+    DomainName,
+    HcaName,
+    HostOrAddress,
+    ModelName,
+    Name,
+    Subnet,
+    Subnet6,
+)
 from gpunet.model.units import INFINIBAND_SPEEDS_GBPS, speed_gbps
 
 Technology = Literal["ethernet", "roce", "infiniband"]
@@ -42,54 +51,50 @@ def _check_speed(value: str) -> str:
     return value.upper()
 
 
-HOSTNAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
-# Linux interface names: at most 15 bytes, no '/', ':' or whitespace (they reach `ip` commands).
-DEVICE_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$"
-
-
 def _check_nodeset(value: str) -> str:
+    """Node names from the spec: no group sources (they run commands), a size limit, host names."""
     try:
-        nodes = NodeSet(value)
-    except NodeSetException as exc:
-        raise ValueError(f"bad NodeSet {value!r}: {exc}") from exc
+        nodes = parse_nodeset(value)
+    except NodeSetError as exc:
+        raise ValueError(str(exc)) from None
     if len(nodes) == 0:
         raise ValueError("NodeSet names no node")
-    bad = next((n for n in nodes if not HOSTNAME.match(n)), None)
-    if bad is not None:
-        raise ValueError(f"node name {bad!r} is not a valid hostname (letters, digits and '-', at most 63)")
     return value
 
 
 def _ratio(value: object) -> object:
-    """Accept 3, 3.0 or '3:1' for a 3:1 oversubscription."""
+    """Accept 3, 3.0 or '3:1' for a 3:1 oversubscription; not `true`, not '-2:-1'."""
+    if isinstance(value, bool):
+        raise ValueError(f"bad ratio {value!r}; write it as '3:1' or 3")
     if isinstance(value, str) and ":" in value:
         down, _, up = value.partition(":")
         try:
-            return float(down) / float(up)
-        except (ValueError, ZeroDivisionError):
+            low, high = float(down), float(up)
+        except ValueError:
             raise ValueError(f"bad ratio {value!r}; write it as '3:1' or 3") from None
+        if not (low > 0 and high > 0):  # also false for nan
+            raise ValueError(f"bad ratio {value!r}: both sides are bandwidths above 0; write it as '3:1' or 3")
+        return low / high
     return value
 
 
 Speed = Annotated[str, AfterValidator(_check_speed)]
 NodeSetText = Annotated[str, AfterValidator(_check_nodeset)]
-Ratio = Annotated[float, BeforeValidator(_ratio), Field(ge=1.0, le=64.0)]
-Name = Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]*$", max_length=40)]
-Device = Annotated[str, Field(pattern=DEVICE_PATTERN)]
+Ratio = Annotated[float, BeforeValidator(_ratio), Field(ge=1.0, le=64.0, allow_inf_nan=False)]
 
 
 class SiteSpec(Frozen):
     name: Name
-    domain: str = "cluster.local"
+    domain: DomainName = "cluster.local"
     dns_servers: tuple[IPvAnyAddress, ...] = ()
-    ntp_servers: tuple[str, ...] = ()
-    bastion: str | None = None
-    admin_subnet: IPv4Network | None = None  # where admins SSH from (management firewall)
-    monitoring: IPv4Network | None = None  # Prometheus server(s), allowed to scrape exporters
+    ntp_servers: tuple[HostOrAddress, ...] = ()
+    bastion: DomainName | None = None  # a node of the plan (login01) or a host outside it
+    admin_subnet: Subnet | None = None  # where admins SSH from (management firewall)
+    monitoring: Subnet | None = None  # Prometheus server(s), allowed to scrape exporters
 
 
 class SwitchModel(Frozen):
-    model: str = "generic-64x400G"
+    model: ModelName = "generic-64x400G"
     radix: int = Field(64, ge=4, le=1024)
     port_speed: Speed = "400G"
 
@@ -119,8 +124,8 @@ class FabricSpec(Frozen):
 
 
 class PlaneSpec(Frozen):
-    subnet: IPv4Network
-    subnet6: IPv6Network | None = None
+    subnet: Subnet
+    subnet6: Subnet6 | None = None
     technology: Technology = "ethernet"
     speed: Speed = "100G"
     mtu: int | None = Field(None, ge=576, le=65520)
@@ -153,7 +158,7 @@ class NicSpec(Frozen):
     speed: Speed | None = None
     devices: tuple[Device, ...] | None = None
     # RDMA device of each NIC, in the same order (`ibdev2netdev` shows it); default mlx5_0...
-    hcas: tuple[Device, ...] | None = None
+    hcas: tuple[HcaName, ...] | None = None
     bond: BondSpec | None = None
 
 
@@ -162,12 +167,12 @@ class NodeGroup(Frozen):
     nodes: NodeSetText
     role: Role = "gpu"
     gpus: int = Field(0, ge=0, le=72)
-    gpu_model: str | None = None
+    gpu_model: ModelName | None = None
     nics: dict[PlaneName, NicSpec]
 
     @property
     def node_names(self) -> list[str]:
-        return list(NodeSet(self.nodes))
+        return list(parse_nodeset(self.nodes))
 
 
 class Spec(Frozen):

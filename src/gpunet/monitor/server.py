@@ -1,239 +1,241 @@
-"""The exporter's HTTP(S) endpoint, configured by a web config file in the Prometheus
-exporter-toolkit format (the file node_exporter's --web.config.file reads), so one file serves
-both: TLS from tls_server_config, basic auth from bcrypt hashes in basic_auth_users."""
+"""The exporter's HTTP(S) endpoint: /metrics behind the web config's TLS and basic auth.
+
+Connections are read by one asyncio loop, and only a request whose head has fully arrived takes
+a worker thread (basic auth's bcrypt, collection). A client that trickles its headers (slowloris)
+therefore costs a socket, not a thread, and is closed when the head deadline passes however
+steadily it sends. Open connections are capped below the file limit; at the cap the connection
+that has waited longest for its request head is closed to admit the new one, so a flood of idle
+sockets cannot lock Prometheus out. EMFILE on accept backs off (asyncio retries after a second)
+instead of spinning."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+import asyncio
+import contextlib
+import gzip
+import io
 import logging
-import re
+import resource
 import socket
 import ssl
-import sys
 import threading
-from base64 import b64decode
-from http.server import ThreadingHTTPServer
-from pathlib import Path
-from typing import Any, Literal
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.client import HTTPException, HTTPMessage, parse_headers
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
-import bcrypt
-import yaml
-from prometheus_client.exposition import MetricsHandler
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
-from pydantic import Field, ValidationError
 
 from gpunet.errors import UsageError
-from gpunet.model.base import Frozen
+from gpunet.monitor.webconfig import BasicAuth, WebConfig, tls_context
 
-TLS_VERSIONS = {"TLS10": ssl.TLSVersion.TLSv1, "TLS11": ssl.TLSVersion.TLSv1_1,
-                "TLS12": ssl.TLSVersion.TLSv1_2, "TLS13": ssl.TLSVersion.TLSv1_3}
-CLIENT_AUTH = {"NoClientCert": ssl.CERT_NONE, "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
-               "RequireAndVerifyClientCert": ssl.CERT_REQUIRED}
 log = logging.getLogger("gpunet.exporter")
-BCRYPT_HASH = re.compile(r"\$2[abxy]?\$\d{2}\$[./A-Za-z0-9]{53}")
-HANDLER_TIMEOUT_S = 10  # a client that connects and says nothing gives its thread back after this
 LANDING = b"<html><head><title>gpunet exporter</title></head><body><a href='/metrics'>metrics</a></body></html>"
+MAX_HEAD_BYTES = 16 * 1024  # request line and headers; a scrape sends a few hundred
 
 
-class TlsServerConfig(Frozen):
-    cert_file: Path
-    key_file: Path
-    client_auth_type: Literal["NoClientCert", "VerifyClientCertIfGiven", "RequireAndVerifyClientCert"] = \
-        "NoClientCert"
-    client_ca_file: Path | None = None
-    min_version: Literal["TLS10", "TLS11", "TLS12", "TLS13"] = "TLS12"
-    max_version: Literal["TLS10", "TLS11", "TLS12", "TLS13"] | None = None
+@dataclass(frozen=True)
+class Limits:
+    """What one client may hold: time to send a request head (from its first byte or from the
+    previous response), connections open at once, and threads working on requests."""
+
+    head_deadline_s: float = 10.0
+    max_connections: int = 256
+    workers: int = 4
+    write_deadline_s: float = 30.0
 
 
-class HttpServerConfig(Frozen):
-    headers: dict[str, str] = Field(default_factory=dict)
+@dataclass(frozen=True)
+class Request:
+    method: str
+    target: str
+    version: str
+    headers: HTTPMessage
 
 
-class WebConfig(Frozen):
-    tls_server_config: TlsServerConfig | None = None
-    http_server_config: HttpServerConfig = HttpServerConfig()
-    basic_auth_users: dict[str, str] = Field(default_factory=dict)  # user -> bcrypt hash
+@dataclass
+class _Connection:
+    writer: asyncio.StreamWriter
+    waiting_since: float | None = field(default_factory=time.monotonic)  # None while a request is served
 
 
-def load_web_config(path: Path) -> WebConfig:
-    """Read and check the file; relative certificate paths are relative to it (as exporter-toolkit does)."""
-    data = _read_yaml(path)
+def connection_cap(wanted: int) -> int:
+    """The cap, kept below the process's file limit (listening socket, logs, sysfs reads)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return max(1, min(wanted, soft - 64)) if soft != resource.RLIM_INFINITY else wanted
+
+
+class ExporterServer:
+    """serve_forever() runs the loop in the calling thread; shutdown() (from any thread) stops it."""
+
+    def __init__(self, registry: CollectorRegistry, sock: socket.socket, config: WebConfig,
+                 tls: ssl.SSLContext | None, limits: Limits) -> None:
+        self.registry, self.socket, self.tls, self.limits = registry, sock, tls, limits
+        self.auth = BasicAuth(config.basic_auth_users)
+        self.extra_headers = config.http_server_config.headers
+        self.cap = connection_cap(limits.max_connections)
+        self.server_address: tuple[Any, ...] = sock.getsockname()
+        self._open: dict[asyncio.StreamWriter, _Connection] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._stopped = threading.Event()
+        self.workers = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="gpunet-scrape")
+
+    def serve_forever(self) -> None:
+        self._stopped.clear()
+        try:
+            asyncio.run(self._serve())
+        finally:
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        if self._loop is not None and self._stop is not None and not self._stopped.is_set():
+            self._loop.call_soon_threadsafe(self._stop.set)
+            self._stopped.wait(10)
+
+    def server_close(self) -> None:
+        self.workers.shutdown(wait=False, cancel_futures=True)
+        self.socket.close()
+
+    @property
+    def open_connections(self) -> int:
+        return len(self._open)
+
+    async def _serve(self) -> None:
+        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        self._loop.set_exception_handler(_log_loop_error)
+        server = await asyncio.start_server(self._client, sock=self.socket, ssl=self.tls, limit=MAX_HEAD_BYTES,
+                                            ssl_handshake_timeout=self.limits.head_deadline_s if self.tls else None)
+        async with server:
+            await self._stop.wait()
+            for writer in list(self._open):
+                writer.close()
+
+    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._open) >= self.cap:
+            self._evict_longest_waiting()
+        connection = self._open[writer] = _Connection(writer)
+        try:
+            await self._requests(reader, connection)
+        except (ConnectionError, TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+            pass  # the client went away, stalled or sent too much: its connection ends, nothing else
+        finally:
+            self._open.pop(writer, None)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    def _evict_longest_waiting(self) -> None:
+        waiting = [c for c in self._open.values() if c.waiting_since is not None]
+        if waiting:
+            oldest = min(waiting, key=lambda c: c.waiting_since or 0.0)
+            self._open.pop(oldest.writer, None)
+            oldest.writer.transport.abort()
+
+    async def _requests(self, reader: asyncio.StreamReader, connection: _Connection) -> None:
+        """Requests on one connection, each head within the deadline, until either side closes."""
+        while True:
+            connection.waiting_since = time.monotonic()
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.limits.head_deadline_s)
+            connection.waiting_since = None
+            request = parse_request(head)
+            if request is None:
+                await self._send(connection.writer, _response(400, b"Bad request\n", {}, close=True))
+                return
+            keep = _keeps_alive(request)
+            status, headers, body = await asyncio.get_running_loop().run_in_executor(
+                self.workers, self.respond, request)
+            await self._send(connection.writer, _response(status, body, headers | self.extra_headers,
+                                                          close=not keep, head=request.method == "HEAD"))
+            if not keep:
+                return
+
+    async def _send(self, writer: asyncio.StreamWriter, data: bytes) -> None:
+        writer.write(data)
+        await asyncio.wait_for(writer.drain(), self.limits.write_deadline_s)
+
+    def respond(self, request: Request) -> tuple[int, dict[str, str], bytes]:
+        """Status, headers and body for one request (a worker thread: bcrypt and collection block)."""
+        if request.method not in ("GET", "HEAD"):
+            return 405, {"Allow": "GET, HEAD"}, b"Method not allowed\n"
+        if not self.auth.allows(request.headers.get("Authorization")):
+            return 401, {"WWW-Authenticate": 'Basic realm="gpunet"'}, b"Unauthorized\n"
+        path = urlsplit(request.target).path
+        if path == "/":
+            return 200, {"Content-Type": "text/html"}, LANDING
+        if path != "/metrics":
+            return 404, {}, b"Not found\n"
+        if request.method == "HEAD":  # health checks: the status of a GET, without collecting
+            return 200, {}, b""
+        return self._metrics(request)
+
+    def _metrics(self, request: Request) -> tuple[int, dict[str, str], bytes]:
+        """The text exposition (or OpenMetrics, as negotiated), gzipped when the client asks."""
+        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+        names = parse_qs(urlsplit(request.target).query).get("name[]")
+        registry = self.registry.restricted_registry(names) if names else self.registry
+        body = encoder(registry)
+        headers = {"Content-Type": content_type}
+        if "gzip" in request.headers.get("Accept-Encoding", ""):
+            body, headers["Content-Encoding"] = gzip.compress(body), "gzip"
+        return 200, headers, body
+
+
+def parse_request(head: bytes) -> Request | None:
+    """The request line and headers of an HTTP/1.x request head; None when it is not one."""
+    line, _, rest = head.partition(b"\r\n")
+    parts = line.decode("latin-1").split()
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        return None
     try:
-        config = WebConfig.model_validate(data)
-    except ValidationError as exc:
-        problem = exc.errors()[0]
-        where = ".".join(str(p) for p in problem["loc"])
-        raise UsageError(f"{path}: {where}: {problem['msg']}") from None
-    for user, digest in config.basic_auth_users.items():
-        if not BCRYPT_HASH.fullmatch(digest):
-            raise UsageError(f"{path}: basic_auth_users.{user}: not a bcrypt hash (make one with "
-                             f"`htpasswd -nBC 10 {user}`, the part after the colon)")
-    return _resolved(config, path.parent)
+        headers = parse_headers(io.BytesIO(rest))
+    except (HTTPException, ValueError):
+        return None
+    if headers.get("Content-Length", "0").strip() != "0" or "Transfer-Encoding" in headers:
+        return None  # GET and HEAD carry no body; one would be read as the next request
+    return Request(parts[0], parts[1], parts[2], headers)
 
 
-def _read_yaml(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror or exc}") from None
-    except yaml.YAMLError as exc:
-        raise UsageError(f"{path}: not YAML: {exc}") from None
-    if data is not None and not isinstance(data, dict):
-        raise UsageError(f"{path}: expected a mapping of tls_server_config, http_server_config, basic_auth_users")
-    return data or {}
+def _keeps_alive(request: Request) -> bool:
+    wanted = request.headers.get("Connection", "").lower()
+    return wanted == "keep-alive" if request.version == "HTTP/1.0" else wanted != "close"
 
 
-def _resolved(config: WebConfig, base: Path) -> WebConfig:
-    tls = config.tls_server_config
-    if tls is None:
-        return config
-    paths = {key: base / value for key in ("cert_file", "key_file", "client_ca_file")
-             if (value := getattr(tls, key)) is not None}
-    for key, value in paths.items():
-        if not value.is_file():
-            raise UsageError(f"tls_server_config.{key}: {value} is not a file")
-    return config.model_copy(update={"tls_server_config": tls.model_copy(update=paths)})
+def _response(status: int, body: bytes, headers: dict[str, str], *, close: bool, head: bool = False) -> bytes:
+    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", f"Content-Length: {len(body)}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    lines += ["Connection: close"] if close else []
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (b"" if head else body)
 
 
-def tls_context(tls: TlsServerConfig) -> ssl.SSLContext:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    try:
-        context.load_cert_chain(tls.cert_file, tls.key_file)
-    except ssl.SSLError as exc:
-        raise UsageError(f"{tls.cert_file} / {tls.key_file}: {exc.reason or exc}") from None
-    context.minimum_version = TLS_VERSIONS[tls.min_version]
-    if tls.max_version:
-        context.maximum_version = TLS_VERSIONS[tls.max_version]
-    context.verify_mode = CLIENT_AUTH[tls.client_auth_type]
-    if tls.client_auth_type != "NoClientCert":
-        if tls.client_ca_file is None:
-            raise UsageError(f"tls_server_config: client_auth_type {tls.client_auth_type} needs client_ca_file")
-        context.load_verify_locations(tls.client_ca_file)
-    return context
+def _log_loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """One line per bad client (plain HTTP to the TLS port, a dropped handshake), not a traceback."""
+    del loop
+    log.warning("connection failed: %r", {k: v for k, v in context.items() if k in ("message", "exception")})
 
 
-class BasicAuth:
-    """Checks `Authorization: Basic` against bcrypt hashes; a success is remembered (as a keyed
-    digest, not the password) so a scrape every 15 s does not pay bcrypt's deliberate cost. An
-    unknown user is checked against a dummy hash of the same cost, so timing does not tell which
-    users exist."""
-
-    def __init__(self, users: dict[str, str]) -> None:
-        self.users = {name: digest.encode() for name, digest in users.items()}
-        self._key = hashlib.sha256(repr(sorted(users.items())).encode()).digest()
-        self._accepted: set[bytes] = set()
-        self._lock = threading.Lock()
-        cost = int(next(iter(users.values())).split("$")[2]) if users else 4
-        self._dummy = bcrypt.hashpw(b"gpunet: no such user", bcrypt.gensalt(rounds=cost))
-
-    def allows(self, header: str | None) -> bool:
-        if not self.users:
-            return True
-        user, password = _basic_credentials(header)
-        if user is None:
-            return False
-        token = hmac.new(self._key, f"{user}:{password}".encode(), hashlib.sha256).digest()
-        with self._lock:
-            if token in self._accepted:
-                return True
-        if not _checkpw(password, self.users.get(user, self._dummy)) or user not in self.users:
-            return False
-        with self._lock:
-            self._accepted.add(token)
-        return True
-
-
-def _checkpw(password: str, digest: bytes) -> bool:
-    """False, not an exception, for what bcrypt refuses (a password over 72 bytes)."""
-    try:
-        return bcrypt.checkpw(password.encode(), digest)
-    except ValueError:
-        return False
-
-
-def _basic_credentials(header: str | None) -> tuple[str | None, str]:
-    scheme, _, encoded = (header or "").partition(" ")
-    if scheme.lower() != "basic":
-        return None, ""
-    try:
-        user, sep, password = b64decode(encoded.strip(), validate=True).decode().partition(":")
-    except (ValueError, UnicodeDecodeError):
-        return None, ""
-    return (user, password) if sep else (None, "")
-
-
-def make_server(registry: CollectorRegistry, address: str, port: int, config: WebConfig) -> ThreadingHTTPServer:
+def make_server(registry: CollectorRegistry, address: str, port: int, config: WebConfig,
+                limits: Limits = Limits()) -> ExporterServer:
     """Bound and ready; the caller runs serve_forever() (and shutdown() to stop)."""
-    handler = _handler(registry, BasicAuth(config.basic_auth_users), config.http_server_config.headers)
-    server_class = _IPv6Server if ":" in address else _Server
+    tls = tls_context(config.tls_server_config) if config.tls_server_config else None  # refused before binding
+    return ExporterServer(registry, _listening_socket(address, port), config, tls, limits)
+
+
+def _listening_socket(address: str, port: int) -> socket.socket:
+    """IPv4, or IPv6 for an address with ':'; `::` (the `:PORT` of --listen) is dual-stack."""
+    sock = socket.socket(socket.AF_INET6 if ":" in address else socket.AF_INET, socket.SOCK_STREAM)
     try:
-        server = server_class((address, port), handler)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if address == "::":
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind((address, port))
+        sock.listen(1024)
     except OSError as exc:
+        sock.close()
         raise UsageError(f"cannot listen on {address}:{port}: {exc.strerror or exc}") from None
-    if config.tls_server_config:
-        # The handshake happens in the request's thread, so a slow client cannot stall accept().
-        server.socket = tls_context(config.tls_server_config).wrap_socket(
-            server.socket, server_side=True, do_handshake_on_connect=False)
-    return server
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """One line per bad client (plain HTTP to the TLS port, a dropped handshake), not a traceback."""
-        log.warning("request from %s failed: %s", client_address[0], sys.exc_info()[1])
-
-
-class _IPv6Server(_Server):
-    """IPv6, and IPv4 too on `::` (the `:PORT` of --listen): a dual-stack socket."""
-
-    address_family = socket.AF_INET6
-
-    def server_bind(self) -> None:
-        if self.server_address[0] == "::":
-            self.socket.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-        super().server_bind()
-
-
-def _handler(registry: CollectorRegistry, auth: BasicAuth, headers: dict[str, str]) -> type[MetricsHandler]:
-    return type("Handler", (ExporterHandler,), {"registry": registry, "auth": auth, "extra_headers": headers})
-
-
-class ExporterHandler(MetricsHandler):
-    """prometheus_client's handler (content negotiation, gzip) behind basic auth, on /metrics only."""
-
-    auth: BasicAuth
-    extra_headers: dict[str, str]
-    timeout = HANDLER_TIMEOUT_S
-
-    def do_HEAD(self) -> None:
-        """Health checks of load balancers: the status of a GET, no body, no collection."""
-        if not self.auth.allows(self.headers.get("Authorization")):
-            self._reply(401, b"", {"WWW-Authenticate": 'Basic realm="gpunet"'})
-        else:
-            self._reply(200 if self.path.split("?")[0] in ("/", "/metrics") else 404, b"", {})
-
-    def do_GET(self) -> None:
-        if not self.auth.allows(self.headers.get("Authorization")):
-            self._reply(401, b"Unauthorized\n", {"WWW-Authenticate": 'Basic realm="gpunet"'})
-        elif self.path.split("?")[0] == "/metrics":
-            super().do_GET()
-        elif self.path == "/":
-            self._reply(200, LANDING, {"Content-Type": "text/html"})
-        else:
-            self._reply(404, b"Not found\n", {})
-
-    def end_headers(self) -> None:
-        for name, value in self.extra_headers.items():
-            self.send_header(name, value)
-        super().end_headers()
-
-    def _reply(self, code: int, body: bytes, extra: dict[str, str]) -> None:
-        self.send_response(code)
-        for name, value in extra.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+    sock.setblocking(False)
+    return sock

@@ -4,9 +4,8 @@ so `clush -w @leaf:comp-leaf003 ...` and `nodeset -e @role:storage` work on the 
 
 from __future__ import annotations
 
-from ClusterShell.NodeSet import NodeSet
-
 from gpunet.model.inventory import node_groups
+from gpunet.model.nodeset import fold
 from gpunet.model.plan import Plan
 from gpunet.render.common import header, to_yaml
 
@@ -14,6 +13,6 @@ PATH = "clustershell/groups.d/gpunet.yaml"
 
 
 def render_clustershell_groups(plan: Plan) -> str:
-    sources = {kind: {name: str(NodeSet.fromlist(nodes)) for name, nodes in members.items()}
+    sources = {kind: {name: fold(nodes) for name, nodes in members.items()}
                for kind, members in node_groups(plan).items()}
     return header("ClusterShell groups (copy to /etc/clustershell/groups.d/)") + to_yaml(sources)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpunet.model.plan import Interface, Node, Plan
 from gpunet.render.common import header, plane_of
+from gpunet.render.quote import shell_word
 
 PATH = "etc/gpunet/nccl.env"
 ROCE_V2_IPV4_GID_INDEX = 3  # mlx5 GID table: 0/1 RoCE v1/v2 link-local, 2/3 RoCE v1/v2 IPv4
@@ -11,7 +12,7 @@ ROCE_TRAFFIC_CLASS = 106  # DSCP 26 (the usual lossless RoCE class) << 2, ECN-ca
 
 
 def _setting(name: str, value: str, why: str) -> str:
-    return f"# {why}\nexport {name}={value}\n"
+    return f"# {why}\nexport {name}={shell_word(value)}\n"
 
 
 def render_nccl_env(plan: Plan, node: Node) -> str:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ClusterShell.NodeSet import NodeSet
-
+from gpunet.model.nodeset import fold
 from gpunet.model.plan import Plan, Switch
 from gpunet.render.common import header
 
@@ -30,15 +29,15 @@ def render_topology_conf(plan: Plan) -> str:
     if not switches:
         return "\n".join([*lines, "# No switches on this plane (direct cables): nothing to describe."]) + "\n"
     leaf_nodes = _leaf_groups(plan, plane, switches)
-    lines += [f"SwitchName={name} Nodes={NodeSet.fromlist(nodes)}" for name, nodes in leaf_nodes.items()]
+    lines += [f"SwitchName={name} Nodes={fold(nodes)}" for name, nodes in leaf_nodes.items()]
     pods = _pods(switches, leaf_nodes)
     if len(pods) > 1:
-        lines += [f"SwitchName={name} Switches={NodeSet.fromlist(children)}" for name, children in pods.items()]
+        lines += [f"SwitchName={name} Switches={fold(children)}" for name, children in pods.items()]
         top_children = list(pods)
     else:
         top_children = list(leaf_nodes)
     if len(top_children) > 1:
-        lines.append(f"SwitchName={plane[:4]}-top Switches={NodeSet.fromlist(top_children)}")
+        lines.append(f"SwitchName={plane[:4]}-top Switches={fold(top_children)}")
     return "\n".join(lines) + "\n"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gpunet.model.plan import Node, Plan
 from gpunet.render.common import header
+from gpunet.render.quote import token
 
 SSHD_PATH = "etc/ssh/sshd_config.d/50-gpunet.conf"
 SSH_CONFIG_PATH = "ssh_config"
@@ -43,13 +44,13 @@ def host_patterns(names: list[str]) -> str:
     patterns: dict[str, None] = {}
     for name in names:
         prefix = name.rstrip("0123456789")
-        patterns[prefix + "?" * (len(name) - len(prefix))] = None
+        patterns[token(prefix, "node name") + "?" * (len(name) - len(prefix))] = None
     return " ".join(patterns)
 
 
 def render_ssh_config(plan: Plan) -> str:
     """For admins: every node by its management name, through the bastion, multiplexed."""
-    bastion = plan.site.bastion
+    bastion = token(plan.site.bastion, "site.bastion") if plan.site.bastion else None
     lines = [header("ssh_config").rstrip(), "# For admins: ssh -F ssh_config gpu001"]
     if bastion:
         lines += ["", f"Host {bastion}", "    ProxyJump none"]

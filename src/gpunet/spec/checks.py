@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from itertools import combinations
 
-from ClusterShell.NodeSet import NodeSet
+from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 
 from gpunet.errors import SpecProblem
+from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.spec import MTU_LIMITS, NodeGroup, PlaneName, Spec, nic_devices, plane_mtu
 from gpunet.model.units import speed_gbps
 
@@ -88,9 +89,9 @@ def _unique_groups(spec: Spec) -> Problems:
 
 
 def _unique_nodes(spec: Spec) -> Problems:
-    seen = NodeSet()
+    seen = NodeSet(resolver=RESOLVER_NOGROUP)
     for i, group in enumerate(spec.groups):
-        again = NodeSet(group.nodes) & seen
+        again = parse_nodeset(group.nodes) & seen
         if again:
             yield SpecProblem(f"nodes {again} are already in an earlier group",
                               ("groups", i, "nodes"), "each node belongs to exactly one group")
@@ -194,7 +195,7 @@ def addressed_interfaces(group: NodeGroup, plane: PlaneName) -> int:
 
 def _subnet_sizes(spec: Spec) -> Problems:
     for name, plane in spec.planes.items():
-        needed = sum(len(NodeSet(g.nodes)) * addressed_interfaces(g, name)
+        needed = sum(len(parse_nodeset(g.nodes)) * addressed_interfaces(g, name)
                      for g in spec.groups if name in g.nics)
         usable = plane.subnet.num_addresses - 2 - (plane.gateway is not None)
         if needed > usable:

@@ -12,8 +12,10 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from gpunet.errors import SpecError, SpecProblem
-from gpunet.model.spec import DEVICE_PATTERN, Spec
+from gpunet.model.spec import Spec
+from gpunet.model.types import DEVICE_PATTERN
 from gpunet.spec.checks import spec_problems
+from gpunet.spec.yamldoc import LimitError, load_limited, read_document
 
 KeyPath = tuple[str | int, ...]
 Mark = tuple[int, int]  # 1-based line, column
@@ -64,17 +66,7 @@ class SourceMap:
 
 def load_spec(path: Path) -> tuple[Spec, SourceMap]:
     """Parse and validate a spec file; raises SpecError listing every located problem."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise SpecError([SpecProblem(f"cannot read: {exc.strerror}", file=str(path), line=1, column=1,
-                                     hint="check the path")]) from None
-    except UnicodeDecodeError as exc:
-        line = exc.object[:exc.start].count(b"\n") + 1
-        raise SpecError([SpecProblem(f"not UTF-8 text: byte {exc.object[exc.start]:#04x} cannot be decoded",
-                                     file=str(path), line=line, column=1,
-                                     hint="save the spec as UTF-8 text")]) from None
-    return parse_spec(text, str(path))
+    return parse_spec(read_document(path), str(path))
 
 
 def parse_spec(text: str, file: str = "<spec>") -> tuple[Spec, SourceMap]:
@@ -99,8 +91,7 @@ def parse_yaml_document(text: str, file: str,
     not a mapping (`not_a_mapping`: message, hint) or a key given twice is a located SpecError."""
     source = SourceMap(file)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root, data = load_limited(text)
     except yaml.YAMLError as exc:
         raise SpecError([_yaml_problem(exc, text, file)]) from None
     if root is None or not isinstance(data, dict):
@@ -115,6 +106,8 @@ def parse_yaml_document(text: str, file: str,
 def _yaml_problem(exc: yaml.YAMLError, text: str, file: str) -> SpecProblem:
     mark = getattr(exc, "problem_mark", None)
     line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    if isinstance(exc, LimitError):
+        return SpecProblem(exc.problem, (), exc.hint, file, line, col)
     message = getattr(exc, "problem", None) or str(exc)
     if isinstance(exc, yaml.reader.ReaderError):  # a control character: no mark, only a position
         before = text[:exc.position]

@@ -1,0 +1,96 @@
+"""NodeSets from untrusted text (a spec, a plan, the command line): parsed without external group
+sources, sized before ClusterShell expands them, and every node a valid host name.
+
+ClusterShell's default resolver reads /etc/clustershell/groups.conf, whose group sources run shell
+commands with the group name pasted in: `@x'$(touch F)'` in a spec would run `touch F`. Groups here
+come only from a resolver built from the Plan's own inventory, or not at all. ClusterShell also
+expands a range into a set of integers before anything can count it (`node[1-10000000]` is 2 GB),
+so the size is computed from the text first."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet, NodeSetException
+from ClusterShell.NodeUtils import GroupResolver, GroupResolverError
+
+from gpunet.model.types import HOSTNAME
+
+MAX_NODES = 100_000  # 12 500 8-GPU servers is a 100k-GPU cluster; 8x headroom
+MAX_TEXT = 64 * 1024  # characters of NodeSet text
+BRACKET = re.compile(r"\[([^\[\]]*)\]")
+RANGE_ITEM = re.compile(r"^\s*(\d+)(?:\s*-\s*(\d+)(?:\s*/\s*(\d+))?)?\s*$")
+LONG_NUMBER = re.compile(r"\d{19,}")  # past any index a cluster has (and past int()'s digit limit)
+OPERATORS = re.compile(r"[,!&^]")
+
+
+class NodeSetError(ValueError):
+    """Text that is not a NodeSet of valid host names within the size limit; the message says why."""
+
+
+def node_count_bound(text: str) -> int:
+    """An upper bound of the nodes `text` names, from the text alone: the sum over its terms of the
+    product of each bracket's range sizes (operators other than ',' only remove nodes)."""
+    total = 0
+    for term in _terms(text):
+        size = 1
+        for bracket in BRACKET.findall(term):
+            size *= sum(_range_size(item) for item in bracket.split(","))
+        total += size
+    return total
+
+
+def _terms(text: str) -> list[str]:
+    """Split on operators outside brackets."""
+    terms, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if depth == 0 and OPERATORS.match(char):
+            terms.append(text[start:i])
+            start = i + 1
+    return [*terms, text[start:]]
+
+
+def _range_size(item: str) -> int:
+    match = RANGE_ITEM.match(item)
+    if not match:
+        return 1  # not a range ClusterShell reads either: it reports the syntax error itself
+    low, high, step = int(match[1]), int(match[2] or match[1]), int(match[3] or 1)
+    return (high - low) // step + 1 if high >= low and step > 0 else 1
+
+
+def parse_nodeset(text: str, resolver: GroupResolver | None = None, limit: int = MAX_NODES) -> NodeSet:
+    """The NodeSet `text` names: groups only through `resolver` (the Plan's inventory), at most
+    `limit` nodes, each a valid host name; NodeSetError otherwise."""
+    if len(text) > MAX_TEXT:
+        raise NodeSetError(f"NodeSet text of {len(text)} characters is over gpunet's limit of {MAX_TEXT}")
+    if LONG_NUMBER.search(text):
+        raise NodeSetError(f"NodeSet {_short(text)}: a number of more than 18 digits names no node a cluster has")
+    bound = node_count_bound(text)
+    if bound > limit:
+        raise NodeSetError(f"NodeSet {_short(text)} names up to {bound} nodes, over gpunet's limit of {limit} "
+                           "nodes per NodeSet")
+    if resolver is None and "@" in text:
+        raise NodeSetError(f"NodeSet {_short(text)}: @groups are not available here; they come only from a "
+                           "plan's inventory (--plan or --lab), never from groups.conf")
+    try:
+        nodes = NodeSet(text, resolver=resolver or RESOLVER_NOGROUP)
+    except (NodeSetException, GroupResolverError, AssertionError) as exc:
+        raise NodeSetError(f"bad NodeSet {_short(text)}: {exc}") from None
+    if len(nodes) > limit:
+        raise NodeSetError(f"NodeSet {_short(text)} names {len(nodes)} nodes, over gpunet's limit of {limit} nodes")
+    bad = next((n for n in nodes if not HOSTNAME.match(n)), None)
+    if bad is not None:
+        raise NodeSetError(f"node name {bad[:80]!r} is not a valid hostname (letters, digits and '-', "
+                           "at most 63, not starting or ending with '-')")
+    return nodes
+
+
+def fold(names: Iterable[str]) -> str:
+    """Node names folded as ClusterShell prints them (gpu[001-004,007]), without group lookups."""
+    return str(NodeSet.fromlist(list(names), resolver=RESOLVER_NOGROUP))
+
+
+def _short(text: str) -> str:
+    return repr(text if len(text) <= 80 else text[:77] + "...")

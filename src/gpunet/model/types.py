@@ -1,0 +1,153 @@
+"""Constrained types for every name and value that crosses into a command, a rendered file or a
+path (DESIGN.md #16). The spec and plan.json loading use the same ones: a loaded plan is
+untrusted input, validated like a spec.
+
+Each type keeps its value a plain `str` (plan.json does not change shape); what it admits is
+the intersection of what every consumer can hold unquoted: a shell word, an `ip -batch` line,
+an nftables string, an ssh_config token, a netplan key, a file name. Anything else is refused
+where it enters, with a message naming the rule."""
+
+from __future__ import annotations
+
+import re
+from ipaddress import (
+    IPv4Address,
+    IPv4Interface,
+    IPv4Network,
+    IPv6Interface,
+    IPv6Network,
+    ip_address,
+)
+from typing import Annotated
+
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
+
+# One DNS label (RFC 1123): what OpenSSH, systemd and /etc/hosts accept as a host name.
+HOSTNAME_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"
+HOSTNAME = re.compile(HOSTNAME_PATTERN)
+# Linux interface names: at most 15 bytes, no '/', ':' or whitespace (the kernel's dev_valid_name).
+DEVICE_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$"
+# Names the kernel or sysctl gives a meaning of their own: a NIC called `all` would be
+# net.ipv4.conf.all, one called `lo` the loopback.
+RESERVED_DEVICES = frozenset({"lo", "all", "default", "bonding_masters"})
+# RDMA device names (mlx5_3, ibp12s0, rocep1s0f0): NCCL_IB_HCA lists them with ':' and ','.
+HCA_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$"
+# Vendor model names: BOM lines, summaries, Grafana titles; no spaces, quotes or separators.
+MODEL_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$"
+NAME_PATTERN = r"^[a-z][a-z0-9-]*$"  # site and node-group names
+USER_PATTERN = r"^[a-z_][a-z0-9_-]{0,31}$"  # POSIX user names (useradd's default rule)
+USER = re.compile(USER_PATTERN)
+MAX_DOMAIN = 253
+
+
+def check_device(value: str) -> str:
+    if value in RESERVED_DEVICES:
+        raise ValueError(f"{value!r} is a name the kernel reserves; name the NIC as the node does (eno1, ens1f0)")
+    return value
+
+
+def check_domain(value: str) -> str:
+    """A DNS name of one or more labels (gpu001, su1.example), at most 253 characters."""
+    labels = value.split(".")
+    if len(value) > MAX_DOMAIN or not all(HOSTNAME.match(label) for label in labels):
+        raise ValueError(f"{value!r} is not a DNS name (labels of letters, digits and '-', joined by '.')")
+    return value
+
+
+def check_host(value: str) -> str:
+    """A DNS name or an IP address (NTP servers)."""
+    try:
+        return str(ip_address(value))
+    except ValueError:
+        return check_domain(value)
+
+
+# Address blocks no cluster plane may use, whatever the plan says: they mean something else to
+# every host (this network, loopback, link-local, multicast, the future-use block, broadcast).
+IPV4_NOT_FOR_PLANES = tuple(IPv4Network(n) for n in (
+    "0.0.0.0/8", "127.0.0.0/8", "169.254.0.0/16", "224.0.0.0/4", "240.0.0.0/4"))
+IPV6_NOT_FOR_PLANES = tuple(IPv6Network(n) for n in (
+    "::/8", "fe80::/10", "ff00::/8"))  # ::/8 holds :: and ::1; fe80::/10 link-local; multicast
+
+
+def _refuse_special(network: IPv4Network | IPv6Network) -> None:
+    blocks: tuple[IPv4Network | IPv6Network, ...] = (
+        IPV4_NOT_FOR_PLANES if network.version == 4 else IPV6_NOT_FOR_PLANES)
+    for block in blocks:
+        if network.overlaps(block):
+            raise ValueError(f"{network} overlaps {block}, which is not a unicast host range (loopback, "
+                             "this-network, link-local, multicast or reserved); use a private or "
+                             "routable block such as 10.0.0.0/8 or fd00::/8")
+
+
+def _no_zone(text: object) -> object:
+    if isinstance(text, str) and "%" in text:
+        raise ValueError(f"{text!r}: a scope zone (%IFACE) has no place in a plan; write the address alone")
+    return text
+
+
+def check_subnet(value: IPv4Network) -> IPv4Network:
+    _refuse_special(value)
+    return value
+
+
+def check_subnet6(value: IPv6Network) -> IPv6Network:
+    _refuse_special(value)
+    return value
+
+
+def _as_interface(value: str) -> str:
+    """10.0.0.5/24, normalized; a unicast host address."""
+    interface = IPv4Interface(value)
+    if "/" not in value:
+        raise ValueError(f"{value!r}: write the address with its prefix (10.0.0.5/24)")
+    _refuse_special(IPv4Network(f"{interface.ip}/32"))
+    return str(interface)
+
+
+def _as_interface6(value: str) -> str:
+    interface = IPv6Interface(value)
+    if "/" not in value:
+        raise ValueError(f"{value!r}: write the address with its prefix (fd00::5/64)")
+    _refuse_special(IPv6Network(f"{interface.ip}/128"))
+    return str(interface)
+
+
+def _as_address(value: str) -> str:
+    address = IPv4Address(value)
+    _refuse_special(IPv4Network(f"{address}/32"))
+    return str(address)
+
+
+def _as_network(value: str) -> str:
+    return str(check_subnet(IPv4Network(value)))
+
+
+def _as_network6(value: str) -> str:
+    return str(check_subnet6(IPv6Network(value)))
+
+
+Hostname = Annotated[str, StringConstraints(pattern=HOSTNAME_PATTERN)]
+DomainName = Annotated[str, AfterValidator(check_domain)]
+HostOrAddress = Annotated[str, AfterValidator(check_host)]
+Device = Annotated[str, StringConstraints(pattern=DEVICE_PATTERN), AfterValidator(check_device)]
+# A cable end on a node is an interface; on a switch a port number; the lab's host port is "host".
+PortName = Annotated[str, StringConstraints(pattern=DEVICE_PATTERN)]
+HcaName = Annotated[str, StringConstraints(pattern=HCA_PATTERN)]
+ModelName = Annotated[str, StringConstraints(pattern=MODEL_PATTERN)]
+Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=40)]
+UserName = Annotated[str, StringConstraints(pattern=USER_PATTERN)]
+Subnet = Annotated[IPv4Network, BeforeValidator(_no_zone), AfterValidator(check_subnet)]
+Subnet6 = Annotated[IPv6Network, BeforeValidator(_no_zone), AfterValidator(check_subnet6)]
+# The same, kept as text in plan.json
+SubnetText = Annotated[str, BeforeValidator(_no_zone), AfterValidator(_as_network)]
+Subnet6Text = Annotated[str, BeforeValidator(_no_zone), AfterValidator(_as_network6)]
+AddressText = Annotated[str, BeforeValidator(_no_zone), AfterValidator(_as_address)]
+InterfaceText = Annotated[str, BeforeValidator(_no_zone), AfterValidator(_as_interface)]
+Interface6Text = Annotated[str, BeforeValidator(_no_zone), AfterValidator(_as_interface6)]
+
+__all__ = [
+    "DEVICE_PATTERN", "HOSTNAME", "HOSTNAME_PATTERN", "AddressText", "Device", "DomainName", "HcaName",
+    "HostOrAddress", "Hostname", "Interface6Text", "InterfaceText", "ModelName", "Name",
+    "PortName", "Subnet", "Subnet6", "Subnet6Text", "SubnetText", "UserName",
+]

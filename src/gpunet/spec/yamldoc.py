@@ -1,0 +1,111 @@
+"""YAML read with limits enforced while it is composed, before the cost is paid.
+
+PyYAML composes aliases as shared nodes, so a nine-level "billion laughs" document is a few
+hundred bytes and a few hundred nodes; the cost comes later, when anything walks the values
+(the key index, pydantic) and every alias is expanded again. Here each node's expanded size is
+counted as the composer finishes it (an alias adds the size of what it names), so the document
+is refused at the limit, in time linear in its text. Nesting is bounded before PyYAML's
+recursive composer can exhaust the stack, the text is bounded before it is read, and merge
+keys (`<<`) are refused with their location: what a merged key overrides is hard to see in a
+review, and one located error per key is what a spec promises."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpunet.errors import SpecError, SpecProblem
+
+MAX_DOCUMENT_BYTES = 1 << 20  # 1 MiB: a 100k-GPU spec is a few kB; PyYAML reads ~0.4 MB/s of keys
+MAX_EXPANDED_NODES = 200_000  # values after every alias is expanded
+MAX_DEPTH = 64
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class LimitError(yaml.YAMLError):
+    """A limit was reached; carries the mark of the node that reached it."""
+
+    def __init__(self, problem: str, hint: str, mark: yaml.Mark | None) -> None:
+        super().__init__(problem)
+        self.problem, self.hint, self.problem_mark = problem, hint, mark
+
+
+class LimitedLoader(yaml.SafeLoader):
+    """SafeLoader that counts expanded nodes and depth while composing, and refuses merge keys."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._sizes: dict[int, int] = {}
+        self._depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise LimitError(f"nesting deeper than {MAX_DEPTH} levels", "flatten the document",
+                             self.peek_event().start_mark)  # type: ignore[no-untyped-call]
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+        self._sizes.setdefault(id(node), 1)
+        return node
+
+    def compose_sequence_node(self, anchor: Any) -> yaml.SequenceNode:
+        node = super().compose_sequence_node(anchor)
+        self._count(node, node.value)
+        return node
+
+    def compose_mapping_node(self, anchor: Any) -> yaml.MappingNode:
+        node = super().compose_mapping_node(anchor)
+        for key, _ in node.value:
+            if key.tag == MERGE_TAG:
+                raise LimitError("merge keys (<<) are not supported", "write the keys out in full; an alias "
+                                 "(*name) of a whole value still works", key.start_mark)
+        self._count(node, [item for pair in node.value for item in pair])
+        return node
+
+    def _count(self, node: yaml.Node, children: list[yaml.Node]) -> None:
+        size = 1 + sum(self._sizes.get(id(child), 1) for child in children)
+        if size > MAX_EXPANDED_NODES:
+            raise LimitError(f"the document expands to more than {MAX_EXPANDED_NODES} values (aliases "
+                             "counted each time they are used)", "write the values out; a spec needs "
+                             "far fewer (NodeSets name thousands of nodes in one value)", node.start_mark)
+        self._sizes[id(node)] = size
+
+
+def load_limited(text: str) -> tuple[yaml.Node | None, Any]:
+    """The composed node graph (for locations) and the constructed values of one document."""
+    if len(text.encode(errors="replace")) > MAX_DOCUMENT_BYTES:
+        raise LimitError(f"the document is over gpunet's limit of {MAX_DOCUMENT_BYTES} bytes", "a spec is a "
+                         "few kB: name nodes with NodeSets (gpu[0001-2048])", None)
+    loader = LimitedLoader(text)
+    try:
+        root = loader.get_single_node()
+        data = loader.construct_document(root) if root is not None else None
+    finally:
+        loader.dispose()
+    return root, data
+
+
+def read_document(path: Path, what: str = "spec") -> str:
+    """A file's text, refused before reading when it is over the size limit; SpecError otherwise."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_DOCUMENT_BYTES:
+            raise SpecError([SpecProblem(f"{size} bytes is over gpunet's limit of {MAX_DOCUMENT_BYTES} bytes "
+                                         f"for a {what}", (), "a spec is a few kB: name nodes with NodeSets",
+                                         str(path), 1, 1)])
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as exc:
+        raise SpecError([SpecProblem(f"cannot read: {exc.strerror or exc}", file=str(path), line=1, column=1,
+                                     hint="check the path")]) from None
+    try:
+        return raw.decode()
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise SpecError([SpecProblem(f"not UTF-8 text: byte {raw[exc.start]:#04x} cannot be decoded",
+                                     file=str(path), line=line, column=1,
+                                     hint=f"save the {what} as UTF-8 text")]) from None

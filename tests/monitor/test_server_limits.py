@@ -1,0 +1,152 @@
+"""The exporter endpoint under a slowloris attack: 400 connections that each send a header line
+every 5 s (and reconnect when closed) beside one Prometheus-like scraper, on loopback."""
+
+from __future__ import annotations
+
+import http.client
+import selectors
+import socket
+import statistics
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from prometheus_client.registry import CollectorRegistry
+
+from gpunet.monitor.collectors import NodeView
+from gpunet.monitor.exporter import GpunetCollector, node_collectors
+from gpunet.monitor.server import ExporterServer, Limits, make_server
+from gpunet.monitor.webconfig import WebConfig
+from tests.monitor.test_server import RECORDED
+
+ATTACKERS = 400
+LINE_EVERY_S = 5.0  # a header line every 5 s: under any per-read idle timeout, forever
+RUN_S = 14.0  # past the 10 s head deadline, so attackers are cut off and come back
+
+
+@contextmanager
+def exporter(limits: Limits) -> Iterator[ExporterServer]:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(GpunetCollector(node_collectors(NodeView(root=RECORDED), False)))
+    server = make_server(registry, "127.0.0.1", 0, WebConfig(), limits)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class Slowloris:
+    """ATTACKERS sockets sending one header line each LINE_EVERY_S, reconnecting when closed; one thread."""
+
+    def __init__(self, port: int) -> None:
+        self.port, self.stop, self.reconnects = port, threading.Event(), 0
+        self.selector = selectors.DefaultSelector()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _connect(self) -> None:
+        sock = socket.socket()
+        sock.setblocking(False)
+        sock.connect_ex(("127.0.0.1", self.port))
+        self.selector.register(sock, selectors.EVENT_READ, {"sent": 0, "next": time.monotonic()})
+
+    def _run(self) -> None:
+        for _ in range(ATTACKERS):
+            self._connect()
+        while not self.stop.is_set():
+            for key, _ in self.selector.select(timeout=0.2):  # readable: the server closed it
+                self._replace(key.fileobj)  # type: ignore[arg-type]
+            now = time.monotonic()
+            for key in list(self.selector.get_map().values()):
+                if key.data["next"] <= now:
+                    self._trickle(key)
+        for key in list(self.selector.get_map().values()):
+            key.fileobj.close()  # type: ignore[union-attr]
+
+    def _trickle(self, key: selectors.SelectorKey) -> None:
+        line = b"GET /metrics HTTP/1.1\r\n" if key.data["sent"] == 0 else f"X-{key.data['sent']}: a\r\n".encode()
+        try:
+            key.fileobj.send(line)  # type: ignore[union-attr]
+        except OSError:
+            self._replace(key.fileobj)  # type: ignore[arg-type]
+            return
+        key.data["sent"] += 1
+        key.data["next"] = time.monotonic() + LINE_EVERY_S
+
+    def _replace(self, sock: socket.socket) -> None:
+        self.selector.unregister(sock)
+        sock.close()
+        self.reconnects += 1
+        self._connect()
+
+
+def _threads() -> int:
+    """Threads of this process, less the collectors' deadline pool (a fixed 4 per collector)."""
+    return sum(not t.name.startswith("gpunet-collect") for t in threading.enumerate())
+
+
+def _scrape(port: int) -> float:
+    start = time.monotonic()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    connection.request("GET", "/metrics")
+    response = connection.getresponse()
+    body = response.read()
+    connection.close()
+    assert response.status == 200 and b"gpunet_collector_success" in body
+    return time.monotonic() - start
+
+
+def test_a_scraper_is_served_promptly_beside_400_slowloris_connections() -> None:
+    limits = Limits()  # the defaults: 10 s head deadline, 256 connections, 4 workers
+    baseline_threads = _threads()
+    with exporter(limits) as server:
+        attack = Slowloris(server.server_address[1])
+        attack.thread.start()
+        time.sleep(1.0)  # every attacker connected and holding a connection
+        latencies, peak_threads, peak_open = [], 0, 0
+        deadline = time.monotonic() + RUN_S
+        while time.monotonic() < deadline:
+            latencies.append(_scrape(server.server_address[1]))
+            peak_threads = max(peak_threads, _threads())
+            peak_open = max(peak_open, server.open_connections)
+            time.sleep(0.1)
+        attack.stop.set()
+        attack.thread.join(10)
+    p99 = statistics.quantiles(latencies, n=100)[98]
+    print(f"{len(latencies)} scrapes beside {ATTACKERS} slowloris connections: p50 "
+          f"{statistics.median(latencies) * 1e3:.0f} ms, p99 {p99 * 1e3:.0f} ms, max {max(latencies) * 1e3:.0f} ms; "
+          f"{attack.reconnects} attacker connections closed by the server; peak {peak_open} open connections "
+          f"(cap {server.cap}); peak threads {peak_threads} (baseline {baseline_threads})")
+    assert p99 < 1.0
+    assert attack.reconnects >= ATTACKERS - server.cap  # the cap evicted them, and the head deadline
+    assert peak_open <= server.cap
+    # the test's own two (server loop, attacker), the scrape workers: never one per connection
+    assert peak_threads <= baseline_threads + 2 + limits.workers
+
+
+def test_the_head_deadline_ends_a_connection_that_keeps_sending() -> None:
+    with exporter(Limits(head_deadline_s=1.0)) as server, \
+            socket.create_connection(("127.0.0.1", server.server_address[1])) as slow:
+        slow.settimeout(5)
+        start = time.monotonic()
+        slow.send(b"GET /metrics HTTP/1.1\r\n")
+        closed = False
+        for i in range(20):  # a header line every 0.2 s: each read is prompt, the head never ends
+            try:
+                slow.send(f"X-{i}: a\r\n".encode())
+            except OSError:
+                closed = True
+                break
+            time.sleep(0.2)
+        closed = closed or slow.recv(1) == b""
+        assert closed and time.monotonic() - start < 3.0
+
+
+def test_a_head_over_the_size_limit_ends_the_connection() -> None:
+    with exporter(Limits()) as server, socket.create_connection(("127.0.0.1", server.server_address[1])) as big:
+        big.settimeout(5)
+        big.sendall(b"GET /metrics HTTP/1.1\r\nX-a: " + b"a" * 70_000)
+        assert big.recv(1) == b""
