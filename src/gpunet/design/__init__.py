@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 from gpunet import __version__
 from gpunet.design.addressing import (
     assign_addresses,
@@ -20,6 +22,7 @@ from gpunet.design.fabric import (
     resolve_style,
 )
 from gpunet.design.stability import check_stable
+from gpunet.errors import DesignError, SpecProblem
 from gpunet.model.base import bulk_objects
 from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.plan import FabricBasis, Interface, Node, Plan, Plane, PlaneCapacity
@@ -34,7 +37,15 @@ def design(spec: Spec, previous: Plan | None = None) -> Plan:
     """The Plan for a valid spec. With `previous`, every node that was in it keeps its
     addresses, slots and cables (as long as each plane's planned size still holds it)."""
     with bulk_objects():
-        return _design(spec, previous)
+        try:
+            return _design(spec, previous)
+        except ValidationError as exc:  # the plan's own consistency check: a spec check is missing
+            raise DesignError([SpecProblem(f"the plan of this spec is inconsistent: {_first(exc)}", (),
+                                           "the spec passed its checks; please report this with the spec")]) from None
+
+
+def _first(exc: ValidationError) -> str:
+    return str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
 
 
 def _design(spec: Spec, previous: Plan | None) -> Plan:

@@ -23,8 +23,7 @@ def read_plan(path: Path) -> Plan:
             plan = Plan.model_validate_json(text)  # parsed and validated in pydantic's core
     except ValidationError as exc:
         _check_version(path, text)
-        raise PlanError(f"{path}: not a valid plan: {exc.error_count()} problem(s), first: "
-                        f"{exc.errors()[0]['msg']} at {exc.errors()[0]['loc']}") from None
+        raise PlanError(f"{path}: not a valid plan: {_located(exc)}") from None
     _check_version(path, text, plan.schema_version)
     return plan
 
@@ -39,3 +38,13 @@ def _check_version(path: Path, text: str, version: object = None) -> None:
     if version != PLAN_SCHEMA_VERSION:
         raise PlanError(f"{path}: plan schema version {version!r}, this gpunet reads {PLAN_SCHEMA_VERSION}; "
                         "re-plan with `gpunet plan --fresh` (addresses and cables are assigned anew)")
+
+
+def _located(exc: ValidationError) -> str:
+    """The first problem as `key.path: message (value)`, and how many more there are."""
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first["loc"]) or "plan"
+    value = first.get("input")
+    shown = f" (value {value!r:.80})" if isinstance(value, str | int | float) else ""
+    more = f"; and {exc.error_count() - 1} more problem(s)" if exc.error_count() > 1 else ""
+    return f"{where}: {first['msg'].removeprefix('Value error, ')}{shown}{more}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from ipaddress import IPv4Address
 from typing import Annotated, Literal
 
@@ -19,7 +20,7 @@ from gpunet.model.types import (
     Subnet,
     Subnet6,
 )
-from gpunet.model.units import INFINIBAND_SPEEDS_GBPS, speed_gbps
+from gpunet.model.units import INFINIBAND_SPEEDS_GBPS, speed_gbps, speed_name
 
 Technology = Literal["ethernet", "roce", "infiniband"]
 PlaneName = Literal["management", "compute", "storage", "oob"]
@@ -41,14 +42,15 @@ HashPolicy = Literal["layer2", "layer2+3", "layer3+4", "encap2+3", "encap3+4"]
 DATA_PLANE_MTU: dict[str, int] = {"ethernet": 9000, "roce": 4200, "infiniband": 4092}
 EDGE_PLANES = ("management", "oob")
 PLANE_SHORT = {"management": "mgmt", "compute": "comp", "storage": "stor", "oob": "bmc"}
+# The names the design gives switches (design/naming.py): comp-leaf001, mgmt-spine002, ...
+SWITCH_NAME = re.compile(rf"^({'|'.join(PLANE_SHORT.values())})-(leaf|spine|core)\d{{3,}}$")
 MTU_LIMITS: dict[str, tuple[int, int]] = {
     "ethernet": (1280, 9216), "roce": (1280, 9216), "infiniband": (1280, 65520),
 }
 
 
 def _check_speed(value: str) -> str:
-    speed_gbps(value)
-    return value.upper()
+    return speed_name(value)
 
 
 def _check_nodeset(value: str) -> str:

@@ -12,10 +12,15 @@ ETHERNET_SPEEDS_GBPS: dict[str, int] = {
 KNOWN_SPEEDS = {**ETHERNET_SPEEDS_GBPS, **INFINIBAND_SPEEDS_GBPS}
 
 
-def speed_gbps(name: str) -> int:
-    """Gbit/s of a speed name, case-insensitive: '400G', '400g', '400GbE', 'NDR'."""
-    key = name.strip().upper().removesuffix("BE").removesuffix("BPS")
+def speed_name(name: str) -> str:
+    """The canonical name of a speed, case-insensitive: '400g', '400GbE' -> '400G'; 'ndr' -> 'NDR'."""
+    key = name.upper().removesuffix("BE").removesuffix("BPS")
     if key not in KNOWN_SPEEDS:
         known = ", ".join(KNOWN_SPEEDS)
         raise ValueError(f"unknown speed {name!r}; use one of {known}")
-    return KNOWN_SPEEDS[key]
+    return key
+
+
+def speed_gbps(name: str) -> int:
+    """Gbit/s of a speed name: '400G', '400g', '400GbE', 'NDR'."""
+    return KNOWN_SPEEDS[speed_name(name)]

@@ -9,7 +9,7 @@ from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 
 from gpunet.errors import SpecProblem
 from gpunet.model.nodeset import parse_nodeset
-from gpunet.model.spec import MTU_LIMITS, NodeGroup, PlaneName, Spec, nic_devices, plane_mtu
+from gpunet.model.spec import MTU_LIMITS, SWITCH_NAME, NodeGroup, PlaneName, Spec, nic_devices, plane_mtu
 from gpunet.model.units import speed_gbps
 
 Problems = Iterator[SpecProblem]
@@ -19,8 +19,8 @@ def spec_problems(spec: Spec) -> list[SpecProblem]:
     """Every semantic problem of a schema-valid spec, in file order."""
     checks: tuple[Callable[[Spec], Problems], ...] = (
         _overlapping_subnets, _gateways, _mtus, _unknown_planes, _unused_planes,
-        _unique_groups, _unique_nodes, _devices, _unique_interfaces, _unique_hcas, _bonds, _nic_speeds, _subnet_sizes,
-        _subnet6_sizes,
+        _unique_groups, _unique_nodes, _switch_named_nodes, _devices, _unique_interfaces, _unique_hcas, _bonds,
+        _nic_speeds, _subnet_sizes, _subnet6_sizes,
     )
     return [problem for check in checks for problem in check(spec)]
 
@@ -96,6 +96,15 @@ def _unique_nodes(spec: Spec) -> Problems:
             yield SpecProblem(f"nodes {again} are already in an earlier group",
                               ("groups", i, "nodes"), "each node belongs to exactly one group")
         seen.update(group.nodes)
+
+
+def _switch_named_nodes(spec: Spec) -> Problems:
+    """A node called comp-leaf001 would be both ends of its own cable in the plan."""
+    for i, group in enumerate(spec.groups):
+        clash = [n for n in parse_nodeset(group.nodes) if SWITCH_NAME.match(n)]
+        if clash:
+            yield SpecProblem(f"node name {clash[0]!r} is the form gpunet gives switches (PLANE-leafNNN, "
+                              "-spineNNN, -coreNNN)", ("groups", i, "nodes"), "rename the node")
 
 
 def _each_nic(spec: Spec) -> Iterator[tuple[int, NodeGroup, PlaneName]]:

@@ -13,7 +13,7 @@ from pydantic_core import ErrorDetails
 
 from gpunet.errors import SpecError, SpecProblem
 from gpunet.model.spec import Spec
-from gpunet.model.types import DEVICE_PATTERN
+from gpunet.model.types import DEVICE_PATTERN, HCA_PATTERN, MODEL_PATTERN
 from gpunet.spec.checks import spec_problems
 from gpunet.spec.yamldoc import LimitError, load_limited, read_document
 
@@ -42,7 +42,13 @@ HINTS = {
     "tuple_type": "write a list ('- ' lines)",
     "invalid_key": "write keys as text (quote them if YAML reads them as numbers or yes/no)",
 }
-DEVICE_HINT = "a Linux interface name: 1-15 letters, digits, '_', '.' or '-' (no spaces or '/')"
+# What each constrained name is, for "is not a valid <what>", and how to write one.
+PATTERN_NAMES = {
+    DEVICE_PATTERN: ("interface name",
+                     "a Linux interface name: 1-15 letters, digits, '_', '.' or '-' (no spaces or '/')"),
+    HCA_PATTERN: ("RDMA device name", "as `ibv_devices` or `ibdev2netdev` shows it, e.g. mlx5_0"),
+    MODEL_PATTERN: ("model name", "letters, digits, '.', '_', '+' and '-' without spaces, e.g. QM9700-64xNDR"),
+}
 # Model validators report at the model's path; these name the key at fault and how to fix it.
 MODEL_ERRORS = {
     "is an InfiniBand speed": ("speed", "use an Ethernet speed such as 100G or 400G, or technology: infiniband"),
@@ -155,9 +161,8 @@ def _from_pydantic(error: ErrorDetails) -> SpecProblem:
     if kind == "literal_error" and "[key]" in error["loc"]:
         return SpecProblem(f"unknown name {path[-1]!r}: {message}", path, HINTS[kind])
     if kind == "string_pattern_mismatch":  # the regex means little to a reader; the hint says it
-        device = error.get("ctx", {}).get("pattern") == DEVICE_PATTERN
-        return SpecProblem(f"{error['input']!r} is not a valid {'interface ' if device else ''}name", path,
-                           DEVICE_HINT if device else HINTS[kind])
+        what, hint = PATTERN_NAMES.get(error.get("ctx", {}).get("pattern", ""), ("name", HINTS[kind]))
+        return SpecProblem(f"{error['input']!r} is not a valid {what}", path, hint)
     for text, (key, hint) in MODEL_ERRORS.items():
         if kind == "value_error" and text in message:
             return SpecProblem(message, (*path, key), hint)
@@ -171,6 +176,14 @@ def _value_hint(message: str) -> str:
         return "e.g. 25G, 100G, 400G, or HDR/NDR/XDR on InfiniBand"
     if "ratio" in message:
         return "write down:up as '3:1' (from 1:1 to 64:1) or a number such as 3"
+    if "DNS name" in message:
+        return "labels of letters, digits and '-', joined by '.', e.g. su1.example or login01"
+    if "unicast" in message:
+        return "plan subnets in a private range, e.g. 10.20.0.0/16, or 198.18.0.0/15 for a lab"
+    if "scope zone" in message:
+        return "write the network alone, e.g. fd00:10::/64"
+    if "kernel reserves" in message:
+        return "use the NIC's own name as `ip link` shows it"
     return "see the README's spec reference"
 
 
