@@ -181,6 +181,30 @@ def test_6_plan_keeps_another_sites_plan_unless_fresh(tmp_path: Path) -> None:
     assert (out / "plan.json.1").read_text() == before  # the replaced plan is kept
 
 
+def test_6_plan_never_writes_into_a_directory_of_other_things(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes.txt").write_text("mine")
+    refused(gpunet("plan", "-o", str(home)), "not empty and holds no plan.json")
+    refused(gpunet("plan", "-o", "/"), "not empty and holds no plan.json")
+    assert [p.name for p in home.iterdir()] == ["notes.txt"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".home")]
+
+
+def test_6_plan_keeps_what_else_the_plan_directory_holds(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert gpunet("plan", str(EXAMPLES / "small-ethernet.yaml"), "-o", str(out)).returncode == 0
+    (out / "cluster.yaml").write_text("the spec, kept beside its plan")
+    (out / "render" / "nodes").mkdir(parents=True)
+    (out / "render" / "nodes" / "x").symlink_to("/etc/hostname")
+    spec = (EXAMPLES / "small-ethernet.yaml").read_text().replace("node[01-40]", "node[01-44]")
+    (tmp_path / "more.yaml").write_text(spec)
+    assert gpunet("plan", str(tmp_path / "more.yaml"), "-o", str(out)).returncode == 0
+    assert (out / "cluster.yaml").read_text() == "the spec, kept beside its plan"
+    assert os.readlink(out / "render" / "nodes" / "x") == "/etc/hostname"
+    assert '"node44"' in (out / "plan.json").read_text() and '"node44"' not in (out / "plan.json.1").read_text()
+
+
 def test_6_plan_refuses_to_drop_nodes_unless_fresh(tmp_path: Path) -> None:
     out = tmp_path / "out"
     spec = (EXAMPLES / "small-ethernet.yaml").read_text()
@@ -230,7 +254,7 @@ def _counts(out: Path) -> tuple[int, int, int]:
 
 def test_8_a_kill_at_any_step_of_plan_leaves_one_whole_set(tmp_path: Path) -> None:
     """SIGKILL at each rename and unlink the run makes: OUT then holds the old set or the new, never a
-    mix; the next run puts back what a killed one had moved aside."""
+    mix; the user's files in OUT are kept; the next run removes what a killed one left beside OUT."""
     (tmp_path / "hook").mkdir()
     (tmp_path / "hook" / "sitecustomize.py").write_text(KILL_HOOK)
     spec = (EXAMPLES / "small-ethernet.yaml").read_text()
@@ -249,7 +273,7 @@ def test_8_a_kill_at_any_step_of_plan_leaves_one_whole_set(tmp_path: Path) -> No
         assert counts[0] == counts[1] == counts[2] and counts[0] in (43, 47), (step, counts)
         outcomes.add(counts[0])
         assert gpunet("plan", str(EXAMPLES / "small-ethernet.yaml"), "-o", str(out), "--fresh").returncode == 0
-        assert (out / "render" / "kept.txt").exists(), step  # recovered by the next run when moved aside
+        assert (out / "render" / "kept.txt").read_text() == "the user's own file", step
         assert not [p.name for p in out.parent.iterdir() if p.name.startswith(".out.")], step
         if not killed:
             break

@@ -4,10 +4,14 @@ plan kept.
 plan.json and the files beside it (cabling, addresses, BOM, summary) must agree: a kill between
 two of five renames would leave a plan.json of 1 026 nodes beside an addresses.csv of 962. So the
 new set is written into a staging directory next to OUT, OUT's other entries (a render/ tree, the
-backups) are carried into it, and the two directories are exchanged in one renameat2(2)
-RENAME_EXCHANGE. A kill before the exchange leaves the old set (the next run carries the moved
-entries back), after it the new set; never a mix. The staging directory holds a marker until the
-exchange, which tells the next run which side of it a killed run stopped on."""
+backups, a cluster.yaml) are hard-linked into it (nothing in OUT is moved or changed), and the two
+directories are exchanged in one renameat2(2) RENAME_EXCHANGE. A kill before the exchange leaves
+OUT as it was, after it the new set; never a mix. The next run removes whichever directory the
+killed one left beside OUT.
+
+OUT must be new, empty, or already hold a plan.json: a directory of other things (a home, `/`)
+is refused rather than relinked. Where the exchange cannot be used (OUT is a mount point, or the
+working directory of this process), each file is replaced atomically, one by one."""
 
 from __future__ import annotations
 
@@ -17,14 +21,13 @@ import errno
 import fcntl
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from gpunet.errors import UsageError
-from gpunet.render.plan_files import PLAN_FILES
 from gpunet.render.write import OutputTree, output_root, refuse_non_directory
 
-MARKER = ".gpunet-staging"  # present in the staging directory until the exchange
+MARKER = ".gpunet-staging"  # in the staged set; removed from OUT once exchanged
 BACKUPS = 5  # plan.json.1 (the one before) .. plan.json.5
 RENAME_EXCHANGE = 2
 AT_FDCWD = -100
@@ -46,30 +49,16 @@ def write_plan_set(out_dir: Path, files: dict[str, str]) -> list[str]:
     output_root(out_dir.parent)
     with _locked(out_dir):
         _recover(out_dir)
+        _refuse_foreign(out_dir)
         output_root(out_dir)
         changed = [name for name, text in files.items() if _read(out_dir / name) != text]
-        if not changed:
-            return []
-        set_files = files | _backups(out_dir, files)
-        if _is_mount_point(out_dir) or out_dir == Path.cwd().resolve():
-            # No rename across a mount point, and the working directory stays where it is: each
-            # file atomically, one by one.
-            with OutputTree(out_dir) as tree:
-                for name, text in set_files.items():
-                    tree.write(name, text)
-            return changed
-        staging = staging_dir(out_dir)
-        _stage(staging, set_files)
-        _carry(out_dir, staging, keep=set(set_files) | set(backup_names()))
-        _exchange(staging, out_dir)
-        (out_dir / MARKER).unlink()  # the exchange happened: `staging` now holds the old set
-        shutil.rmtree(staging)
+        if changed:
+            _replace(out_dir, files | _backups(out_dir, files))
         return changed
 
 
 def recover(out_dir: Path) -> None:
-    """Finish what a killed run left: before the exchange, carry OUT's entries back and drop the
-    staged set; after it, drop the old set."""
+    """Remove what a killed run left beside OUT (its staged set, or the old set after the swap)."""
     if out_dir.is_symlink() and not out_dir.exists():
         return
     out_dir = out_dir.resolve()
@@ -80,20 +69,38 @@ def recover(out_dir: Path) -> None:
 
 def _recover(out_dir: Path) -> None:
     aside = _aside(out_dir)
-    if aside.exists():  # the two-rename fallback stopped between its renames
-        if out_dir.exists() and not any(out_dir.iterdir()):
-            out_dir.rmdir()
-        if not out_dir.exists():
-            os.rename(aside, out_dir)
-        else:
-            shutil.rmtree(aside)
-    staging = staging_dir(out_dir)
-    if staging.exists():
-        if (staging / MARKER).exists() and out_dir.is_dir():
-            _carry_back(staging, out_dir)
-        shutil.rmtree(staging)
+    if aside.is_dir() and not out_dir.exists():  # the two-rename fallback stopped between its renames
+        os.rename(aside, out_dir)
+    for leftover in (staging_dir(out_dir), aside):
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover)
     with contextlib.suppress(OSError):
         (out_dir / MARKER).unlink()
+
+
+def _refuse_foreign(out_dir: Path) -> None:
+    if out_dir.is_dir() and not (out_dir / "plan.json").is_file() and any(out_dir.iterdir()):
+        raise UsageError(f"{out_dir} is not empty and holds no plan.json; gpunet writes a plan into a new or empty "
+                         "directory, or over an earlier plan (name another with -o)")
+
+
+def _replace(out_dir: Path, files: dict[str, str]) -> None:
+    if _is_mount_point(out_dir) or out_dir == Path.cwd().resolve():
+        with OutputTree(out_dir) as tree:  # no rename across a mount point, nor of our own cwd
+            for name, text in files.items():
+                tree.write(name, text)
+        return
+    staging = staging_dir(out_dir)
+    staging.mkdir(mode=0o755)
+    (staging / MARKER).write_text("gpunet plan: staged set, not yet exchanged with the output directory\n")
+    with OutputTree(staging) as tree:
+        for name, text in files.items():
+            tree.write(name, text, sync=True)
+    _link_tree(out_dir, staging, skip={*files, *backup_names()})
+    _sync_directory(staging)
+    _exchange(staging, out_dir)
+    (out_dir / MARKER).unlink()
+    shutil.rmtree(staging)  # the old set
 
 
 @contextlib.contextmanager
@@ -136,29 +143,17 @@ def _backups(out_dir: Path, files: dict[str, str]) -> dict[str, str]:
     return dict(zip(backup_names(), kept, strict=False))
 
 
-def _stage(staging: Path, files: dict[str, str]) -> None:
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(mode=0o755)
-    (staging / MARKER).write_text("gpunet plan: staged set, not yet exchanged with the output directory\n")
-    with OutputTree(staging) as tree:
-        for name, text in files.items():
-            tree.write(name, text, sync=True)
-    _sync_directory(staging)
-
-
-def _carry(source: Path, target: Path, keep: set[str]) -> None:
-    """Move every entry of `source` that is not one of the plan's own into `target`."""
-    for entry in sorted(os.listdir(source)):
-        if entry not in keep and entry != MARKER:
-            os.rename(source / entry, target / entry)
-
-
-def _carry_back(staging: Path, out_dir: Path) -> None:
-    planned = {MARKER, *backup_names(), *PLAN_FILES}
-    for entry in sorted(os.listdir(staging)):
-        if entry not in planned and not (out_dir / entry).exists():
-            os.rename(staging / entry, out_dir / entry)
+def _link_tree(source: Path, target: Path, skip: Collection[str] = ()) -> None:
+    """Recreate `source`'s entries in `target` as hard links (directories made anew, symlinks
+    copied as links): nothing under `source` is moved or changed."""
+    for entry in os.scandir(source):
+        if entry.name in skip or entry.name == MARKER:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            (target / entry.name).mkdir(mode=entry.stat(follow_symlinks=False).st_mode & 0o7777)
+            _link_tree(Path(entry.path), target / entry.name)
+        else:
+            os.link(entry.path, target / entry.name, follow_symlinks=False)
 
 
 def _exchange(a: Path, b: Path) -> None:
