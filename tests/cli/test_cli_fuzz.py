@@ -90,4 +90,5 @@ def test_the_json_error_shape_of_a_bad_plan(corpus: dict[str, Path]) -> None:
     result = runner.invoke(app, ["render", str(corpus["truncated.json"]), "--json"])
     assert result.exit_code == 2
     body = json.loads(result.stdout)
-    assert body["error"] == "PlanError" and "cannot read plan: Expecting value: line 1" in body["problems"][0]["message"]
+    assert body["error"] == "PlanError"
+    assert "cannot read plan: Expecting value: line 1" in body["problems"][0]["message"]

@@ -82,7 +82,7 @@ def test_system_ping_reads_the_rtt(stdout: str, code: int, expected: float | Non
         return subprocess.CompletedProcess(list(argv), code, stdout, "")
 
     assert system_ping(run)(_probes(1)[0]) == (pytest.approx(expected) if expected else None)
-    assert calls == [["ping", "-n", "-q", "-c", "1", "-W", "1", "-I", "198.18.16.1", "198.18.16.2"]]
+    assert calls == [["ping", "-n", "-q", "-c", "1", "-W", "1", "-I", "198.18.16.1", "--", "198.18.16.2"]]
 
 
 def test_the_plan_gives_one_ping_per_peer_and_shared_plane() -> None:

@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 from rich import box
+from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
@@ -20,7 +21,7 @@ from gpunet.bench.compare import Comparison, compare_runs
 from gpunet.bench.heatmap import percent_matrix, write_png
 from gpunet.bench.launch import TOOLS
 from gpunet.bench.store import Measurement, default_db, history, load_run, run_info
-from gpunet.cli.console import stderr, stdout
+from gpunet.cli.console import cell, stderr, stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
 from gpunet.errors import UsageError
 
@@ -90,8 +91,9 @@ def _print_worst(results: list[Measurement]) -> None:
     for m in ranked[:WORST_SHOWN]:
         colour = "green" if m.status == "ok" else "red"
         pct = m.percent_of_expected
-        table.add_row(m.source, m.destination, _text(m.rail), f"{m.value:.2f} {m.unit}", _text(m.expected),
-                      "-" if pct is None else f"{pct:.0f}", f"[{colour}]{m.status}[/{colour}]")
+        table.add_row(cell(m.source), cell(m.destination), _text(m.rail), cell(f"{m.value:.2f} {m.unit}"),
+                      _text(m.expected), "-" if pct is None else f"{pct:.0f}",
+                      f"[{colour}]{escape(m.status)}[/{colour}]")
     stdout.print(table)
     counts = Counter[str](m.status for m in results)
     stdout.print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
@@ -100,8 +102,8 @@ def _print_worst(results: list[Measurement]) -> None:
 def _print_job(results: list[Measurement]) -> None:
     for m in results:
         colour = "green" if m.status == "ok" else "red"
-        stdout.print(f"{m.destination} over {m.source}: average bus bandwidth {m.value:g} {m.unit} "
-                     f"[{colour}]{m.status}[/{colour}]")
+        stdout.print(f"{escape(m.destination)} over {escape(m.source)}: average bus bandwidth {m.value:g} "
+                     f"{escape(m.unit)} [{colour}]{escape(m.status)}[/{colour}]")
 
 
 def _print_matrix(results: list[Measurement]) -> None:
@@ -177,7 +179,8 @@ def _print_comparison(rows: list[Comparison]) -> None:
                   "variance", "verdict", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for r in rows:
         colour = VERDICT_COLOURS[r.verdict]
-        table.add_row(r.source, r.destination, *([_text(r.rail)] if rails else []), r.plane, r.metric, r.unit,
+        table.add_row(cell(r.source), cell(r.destination), *([_text(r.rail)] if rails else []), cell(r.plane),
+                      cell(r.metric), cell(r.unit),
                       _text(r.baseline), _text(r.current), "" if r.variance is None else f"{100 * r.variance:+.1f} %",
                       f"[{colour}]{r.verdict}[/{colour}]")
     stdout.print(table)
@@ -200,5 +203,5 @@ def history_(db: DbOpt = DEFAULT_DB, limit: int = 20,
         return
     table = Table("run", "started", "tool", "pattern", "pairs", "flagged", box=box.SIMPLE_HEAD)
     for r in runs:
-        table.add_row(str(r.id), r.started, r.tool, r.pattern, str(r.measurements), str(r.flagged))
+        table.add_row(str(r.id), cell(r.started), cell(r.tool), cell(r.pattern), str(r.measurements), str(r.flagged))
     stdout.print(table)

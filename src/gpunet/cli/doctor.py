@@ -14,7 +14,7 @@ from rich.table import Table
 
 from gpunet import api
 from gpunet.checks import Finding
-from gpunet.cli.console import stderr, stdout
+from gpunet.cli.console import cell, stderr, stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
 from gpunet.fleet.doctor import FleetDoctorReport
 from gpunet.lab.build import LAB_PLAN
@@ -74,8 +74,8 @@ def _print(findings: list[Finding], show_pass: bool) -> None:
         if f.verdict == "pass" and not show_pass:
             continue
         colour = COLOURS[f.verdict]
-        table.add_row(f"[{colour}]{f.verdict}[/{colour}]", f.check, f.subject, f.observed or f.evidence,
-                      f.expected, f.fix)
+        table.add_row(f"[{colour}]{f.verdict}[/{colour}]", f.check, cell(f.subject), cell(f.observed or f.evidence),
+                      cell(f.expected), cell(f.fix))
     counts = {v: sum(f.verdict == v for f in findings) for v in COLOURS}
     stdout.print(table)
     stdout.print(" ".join(f"[{COLOURS[v]}]{n} {v}[/{COLOURS[v]}]" for v, n in counts.items()))
@@ -119,7 +119,8 @@ def _print_fleet(report: FleetDoctorReport, show_pass: bool) -> None:
             continue
         colour = COLOURS[f.verdict]
         more = f" (+{f.variants - 1} other values)" if f.variants > 1 else ""
-        table.add_row(f"[{colour}]{f.verdict}[/{colour}]", f.check, f.subject, f.nodes, f.observed + more, f.fix)
+        table.add_row(f"[{colour}]{f.verdict}[/{colour}]", f.check, cell(f.subject), f.nodes, cell(f.observed + more),
+                      cell(f.fix))
     stdout.print(table)
     for nodes, why in report.unreachable.items():
         stdout.print(f"[red]no findings[/red] {nodes}: {why}", markup=True)
@@ -137,7 +138,7 @@ def probe(interval: Interval = 2.0, as_json: JsonFlag = False) -> None:
         return
     table = Table("interface", "state", "carrier", "mtu", "speed", "addresses", box=box.SIMPLE_HEAD)
     for i in state.interfaces:
-        table.add_row(i.name, i.operstate, str(i.carrier), str(i.mtu), f"{i.speed_mbps or '-'}",
+        table.add_row(cell(i.name), cell(i.operstate), str(i.carrier), str(i.mtu), f"{i.speed_mbps or '-'}",
                       " ".join(state.addresses.get(i.name, ())))
     stdout.print(f"[bold]{state.hostname}[/bold]")
     stdout.print(table)

@@ -61,7 +61,7 @@ def ping_probes(plan: Plan, node: Node) -> list[PeerProbe]:
 
 def system_ping(run: CommandRunner = run_local) -> Ping:
     def ping(probe: PeerProbe) -> float | None:
-        done = run(["ping", "-n", "-q", "-c", "1", "-W", "1", "-I", probe.source, probe.target],
+        done = run(["ping", "-n", "-q", "-c", "1", "-W", "1", "-I", probe.source, "--", probe.target],
                    check=False, timeout=5)
         found = PING_RTT.search(done.stdout)
         return float(found.group(1)) / 1000 if done.returncode == 0 and found else None

@@ -79,14 +79,14 @@ def _run_one(probe: PeerProbe, run: CommandRunner, timeout: float) -> PeerResult
         return _duplicate(probe, run, timeout)
     size = ["-M", "do", "-s", str(probe.size)] if probe.kind == "pmtu" else []
     done = run(["ping", "-n", "-q", "-c", "1", "-W", str(max(1, round(timeout))), "-I", probe.source, *size,
-                probe.target], check=False, timeout=timeout + 5)
+                "--", probe.target], check=False, timeout=timeout + 5)
     detail = (done.stdout + done.stderr).strip().splitlines()
     return PeerResult(probe, done.returncode == 0, detail[-1] if detail else "")
 
 
 def _duplicate(probe: PeerProbe, run: CommandRunner, timeout: float) -> PeerResult:
     """arping -D: duplicate address detection on the link (source is the interface here)."""
-    done = run(["arping", "-D", "-c", "2", "-w", str(max(2, round(timeout))), "-I", probe.source, probe.target],
+    done = run(["arping", "-D", "-c", "2", "-w", str(max(2, round(timeout))), "-I", probe.source, "--", probe.target],
                check=False, timeout=timeout + 5)
     if done.returncode == 127 or "not found" in done.stderr:
         return PeerResult(probe, True, "arping not installed: not checked")
