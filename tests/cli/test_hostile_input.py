@@ -348,6 +348,15 @@ def test_9_a_run_id_past_sqlite_integers(tmp_path: Path) -> None:
     refused(gpunet("bench", "show", "99999999999999999999999", "--db", str(db)), "no bench run")
 
 
+def self_signed(directory: Path) -> None:
+    """c.pem and k.pem in `directory`: a throwaway self-signed certificate and its key."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl missing (Debian package openssl)")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=x",
+                    "-keyout", str(directory / "k.pem"), "-out", str(directory / "c.pem")], check=True,
+                   capture_output=True)
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -355,11 +364,7 @@ def _free_port() -> int:
 
 
 def test_9_a_client_ca_file_that_is_not_a_certificate(tmp_path: Path) -> None:
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl missing (Debian package openssl)")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=x",
-                    "-keyout", str(tmp_path / "k.pem"), "-out", str(tmp_path / "c.pem")], check=True,
-                   capture_output=True)
+    self_signed(tmp_path)
     (tmp_path / "ca.pem").write_text("not a certificate\n")
     (tmp_path / "web.yml").write_text("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n"
                                       "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n")
@@ -370,11 +375,7 @@ def test_9_a_client_ca_file_that_is_not_a_certificate(tmp_path: Path) -> None:
 # 10. accepted though wrong (the spec cases are in tests/fixtures/bad_specs) --------------------------
 
 def test_10_tls_min_version_above_max_version(tmp_path: Path) -> None:
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl missing (Debian package openssl)")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=x",
-                    "-keyout", str(tmp_path / "k.pem"), "-out", str(tmp_path / "c.pem")], check=True,
-                   capture_output=True)
+    self_signed(tmp_path)
     (tmp_path / "web.yml").write_text("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n"
                                       "  min_version: TLS13\n  max_version: TLS12\n")
     refused(gpunet("exporter", "--web-config", str(tmp_path / "web.yml"), "--listen", f"127.0.0.1:{_free_port()}",

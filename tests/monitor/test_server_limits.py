@@ -9,34 +9,14 @@ import socket
 import statistics
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
-from prometheus_client.registry import CollectorRegistry
-
-from gpunet.monitor.collectors import NodeView
-from gpunet.monitor.exporter import GpunetCollector, node_collectors
-from gpunet.monitor.server import ExporterServer, Limits, make_server
+from gpunet.monitor.server import Limits
 from gpunet.monitor.webconfig import WebConfig
-from tests.monitor.test_server import RECORDED
+from tests.monitor.test_server import serving
 
 ATTACKERS = 400
 LINE_EVERY_S = 5.0  # a header line every 5 s: under any per-read idle timeout, forever
 RUN_S = 14.0  # past the 10 s head deadline, so attackers are cut off and come back
-
-
-@contextmanager
-def exporter(limits: Limits) -> Iterator[ExporterServer]:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(GpunetCollector(node_collectors(NodeView(root=RECORDED), False)))
-    server = make_server(registry, "127.0.0.1", 0, WebConfig(), limits)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 class Slowloris:
@@ -102,7 +82,7 @@ def _scrape(port: int) -> float:
 def test_a_scraper_is_served_promptly_beside_400_slowloris_connections() -> None:
     limits = Limits()  # the defaults: 10 s head deadline, 256 connections, 4 workers
     baseline_threads = _threads()
-    with exporter(limits) as server:
+    with serving(WebConfig(), limits=limits) as server:
         attack = Slowloris(server.server_address[1])
         attack.thread.start()
         time.sleep(1.0)  # every attacker connected and holding a connection
@@ -128,7 +108,7 @@ def test_a_scraper_is_served_promptly_beside_400_slowloris_connections() -> None
 
 
 def test_the_head_deadline_ends_a_connection_that_keeps_sending() -> None:
-    with exporter(Limits(head_deadline_s=1.0)) as server, \
+    with serving(WebConfig(), limits=Limits(head_deadline_s=1.0)) as server, \
             socket.create_connection(("127.0.0.1", server.server_address[1])) as slow:
         slow.settimeout(5)
         start = time.monotonic()
@@ -146,7 +126,7 @@ def test_the_head_deadline_ends_a_connection_that_keeps_sending() -> None:
 
 
 def test_a_head_over_the_size_limit_ends_the_connection() -> None:
-    with exporter(Limits()) as server, socket.create_connection(("127.0.0.1", server.server_address[1])) as big:
+    with serving(WebConfig()) as server, socket.create_connection(("127.0.0.1", server.server_address[1])) as big:
         big.settimeout(5)
         big.sendall(b"GET /metrics HTTP/1.1\r\nX-a: " + b"a" * 70_000)
         assert big.recv(1) == b""
