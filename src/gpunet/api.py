@@ -138,7 +138,7 @@ def fleet_runner(*, lab: str | None = None, ssh_lab: str | None = None, plan: Pa
     over SSH (at their management addresses when a plan is given)."""
     if fanout < 1:
         raise UsageError(f"--fanout {fanout}: at least one connection at a time")
-    if user is not None and not USER.match(user):
+    if user is not None and not USER.fullmatch(user):
         raise UsageError(f"--user {user!r} is not a user name (lowercase letters, digits, '_' and '-')")
     if lab:
         return lab_runner(lab, str(lab_dir(lab) / "uts"), timeout)

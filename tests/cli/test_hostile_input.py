@@ -166,7 +166,7 @@ def test_5_ten_million_nodes_are_refused_at_the_limit(tmp_path: Path) -> None:
 def test_5_a_50_mb_spec_is_refused_before_it_is_read(tmp_path: Path) -> None:
     with (tmp_path / "big.yaml").open("w") as handle:
         handle.writelines(["# " + "x" * 77 + "\n"] * (50 * 1024 * 1024 // 80))
-    refused(gpunet("validate", str(tmp_path / "big.yaml"), timeout=30), "over gpunet's limit of 1048576 bytes")
+    refused(gpunet("validate", str(tmp_path / "big.yaml"), timeout=30), "over gpunet's limit of 262144 bytes")
 
 
 # 6. plan -o over another site's plan replaced it silently ------------------------------------------

@@ -128,7 +128,7 @@ def _delay(ns: str, dev: str, value: str, run: CommandRunner) -> None:
 
 def parse_rate(text: str) -> float:
     """'100mbit' -> 100.0 (Mbit/s), like tc's own units."""
-    match = RATE.match(text.strip().lower())
+    match = RATE.fullmatch(text.lower())
     if not match or len(match[1]) > 12:
         raise LabUsageError(f"rate {text!r}: write it as tc does, e.g. 100mbit, 1gbit, 500kbit")
     return float(match[1]) * UNIT_MBIT[match[2]]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -11,13 +13,12 @@ from gpunet.errors import PlanError
 from gpunet.model.base import bulk_objects
 from gpunet.model.plan import PLAN_SCHEMA_VERSION, Plan
 
+MAX_PLAN_BYTES = 1 << 30  # a 12 500-node (100k-GPU) plan.json is 129 MB
+
 
 def read_plan(path: Path) -> Plan:
     """A plan.json, validated (it is input: names in it reach `ip` commands)."""
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read plan: {exc.strerror}") from None
+    text = _read_regular(path)
     try:
         with bulk_objects():
             plan = Plan.model_validate_json(text)  # parsed and validated in pydantic's core
@@ -28,12 +29,31 @@ def read_plan(path: Path) -> Plan:
     return plan
 
 
+def _read_regular(path: Path) -> str:
+    """The file's text: a regular file (not a FIFO or /dev/zero) under the size limit, UTF-8."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise PlanError(f"{path}: cannot read plan: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise PlanError(f"{path}: cannot read plan: not a regular file")
+        if info.st_size > MAX_PLAN_BYTES:
+            raise PlanError(f"{path}: cannot read plan: {info.st_size} bytes is over the limit of {MAX_PLAN_BYTES}")
+        raw = handle.read(MAX_PLAN_BYTES + 1)
+    try:
+        return raw.decode()
+    except UnicodeDecodeError as exc:
+        raise PlanError(f"{path}: cannot read plan: not UTF-8 text at byte {exc.start}") from None
+
+
 def _check_version(path: Path, text: str, version: object = None) -> None:
     if version is None:
         try:
             data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise PlanError(f"{path}: cannot read plan: {exc}") from None
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+            raise PlanError(f"{path}: cannot read plan: {str(exc)[:200]}") from None
         version = data.get("schema_version") if isinstance(data, dict) else None
     if version != PLAN_SCHEMA_VERSION:
         raise PlanError(f"{path}: plan schema version {version!r}, this gpunet reads {PLAN_SCHEMA_VERSION}; "

@@ -53,7 +53,7 @@ def _terms(text: str) -> list[str]:
 
 
 def _range_size(item: str) -> int:
-    match = RANGE_ITEM.match(item)
+    match = RANGE_ITEM.fullmatch(item)
     if not match:
         return 1  # not a range ClusterShell reads either: it reports the syntax error itself
     low, high, step = int(match[1]), int(match[2] or match[1]), int(match[3] or 1)
@@ -80,7 +80,7 @@ def parse_nodeset(text: str, resolver: GroupResolver | None = None, limit: int =
         raise NodeSetError(f"bad NodeSet {_short(text)}: {exc}") from None
     if len(nodes) > limit:
         raise NodeSetError(f"NodeSet {_short(text)} names {len(nodes)} nodes, over gpunet's limit of {limit} nodes")
-    bad = next((n for n in nodes if not HOSTNAME.match(n)), None)
+    bad = next((n for n in nodes if not HOSTNAME.fullmatch(n)), None)
     if bad is not None:
         raise NodeSetError(f"node name {bad[:80]!r} is not a valid hostname (letters, digits and '-', "
                            "at most 63, not starting or ending with '-')")

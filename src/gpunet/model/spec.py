@@ -6,11 +6,12 @@ import re
 from ipaddress import IPv4Address
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, IPvAnyAddress, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, model_validator
 
 from gpunet.model.base import Frozen
 from gpunet.model.nodeset import NodeSetError, parse_nodeset
 from gpunet.model.types import (
+    AnyAddressText,
     Device,
     DomainName,
     HcaName,
@@ -88,7 +89,7 @@ Ratio = Annotated[float, BeforeValidator(_ratio), Field(ge=1.0, le=64.0, allow_i
 class SiteSpec(Frozen):
     name: Name
     domain: DomainName = "cluster.local"
-    dns_servers: tuple[IPvAnyAddress, ...] = ()
+    dns_servers: tuple[AnyAddressText, ...] = ()
     ntp_servers: tuple[HostOrAddress, ...] = ()
     bastion: DomainName | None = None  # a node of the plan (login01) or a host outside it
     admin_subnet: Subnet | None = None  # where admins SSH from (management firewall)

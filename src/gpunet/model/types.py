@@ -49,17 +49,25 @@ def check_device(value: str) -> str:
 def check_domain(value: str) -> str:
     """A DNS name of one or more labels (gpu001, su1.example), at most 253 characters."""
     labels = value.split(".")
-    if len(value) > MAX_DOMAIN or not all(HOSTNAME.match(label) for label in labels):
+    if len(value) > MAX_DOMAIN or not all(HOSTNAME.fullmatch(label) for label in labels):
         raise ValueError(f"{value!r} is not a DNS name (labels of letters, digits and '-', joined by '.')")
     return value
 
 
 def check_host(value: str) -> str:
-    """A DNS name or an IP address (NTP servers)."""
+    """A DNS name or a unicast IP address (NTP servers)."""
     try:
-        return str(ip_address(value))
+        return _as_any_address(value)
     except ValueError:
         return check_domain(value)
+
+
+def _as_any_address(value: str) -> str:
+    """An IPv4 or IPv6 host address: no zone, not loopback, multicast or unspecified."""
+    _no_zone(value)
+    address = ip_address(value)
+    _refuse_special(IPv4Network(f"{address}/32") if address.version == 4 else IPv6Network(f"{address}/128"))
+    return str(address)
 
 
 # Address blocks no cluster plane may use, whatever the plan says: they mean something else to
@@ -143,11 +151,6 @@ Subnet6 = Annotated[IPv6Network, BeforeValidator(_no_zone), AfterValidator(check
 SubnetText = Annotated[str, BeforeValidator(_no_zone), AfterValidator(_as_network)]
 Subnet6Text = Annotated[str, BeforeValidator(_no_zone), AfterValidator(_as_network6)]
 AddressText = Annotated[str, BeforeValidator(_no_zone), AfterValidator(_as_address)]
+AnyAddressText = Annotated[str, AfterValidator(_as_any_address)]  # DNS servers, IPv4 or IPv6
 InterfaceText = Annotated[str, BeforeValidator(_no_zone), AfterValidator(_as_interface)]
 Interface6Text = Annotated[str, BeforeValidator(_no_zone), AfterValidator(_as_interface6)]
-
-__all__ = [
-    "DEVICE_PATTERN", "HOSTNAME", "HOSTNAME_PATTERN", "AddressText", "Device", "DomainName", "HcaName",
-    "HostOrAddress", "Hostname", "Interface6Text", "InterfaceText", "ModelName", "Name",
-    "PortName", "Subnet", "Subnet6", "Subnet6Text", "SubnetText", "UserName",
-]

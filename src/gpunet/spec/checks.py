@@ -101,7 +101,7 @@ def _unique_nodes(spec: Spec) -> Problems:
 def _switch_named_nodes(spec: Spec) -> Problems:
     """A node called comp-leaf001 would be both ends of its own cable in the plan."""
     for i, group in enumerate(spec.groups):
-        clash = [n for n in parse_nodeset(group.nodes) if SWITCH_NAME.match(n)]
+        clash = [n for n in parse_nodeset(group.nodes) if SWITCH_NAME.fullmatch(n)]
         if clash:
             yield SpecProblem(f"node name {clash[0]!r} is the form gpunet gives switches (PLANE-leafNNN, "
                               "-spineNNN, -coreNNN)", ("groups", i, "nodes"), "rename the node")

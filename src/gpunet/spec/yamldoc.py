@@ -18,14 +18,20 @@ import yaml
 
 from gpunet.errors import SpecError, SpecProblem
 
-MAX_DOCUMENT_BYTES = 1 << 20  # 1 MiB: a 100k-GPU spec is a few kB; PyYAML reads ~0.4 MB/s of keys
-MAX_EXPANDED_NODES = 200_000  # values after every alias is expanded
+MAX_DOCUMENT_BYTES = 256 * 1024  # a 100k-GPU spec is a few kB; PyYAML composes ~0.2 MB/s of keys
+MAX_EXPANDED_NODES = 20_000  # values after every alias is expanded; a spec has hundreds
 MAX_DEPTH = 64
+MAX_NUMBER_CHARS = 64  # an int, float or timestamp longer than this is refused before it is converted
+NUMERIC_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("int", "float", "timestamp")}
 MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
+TOO_MANY = (f"the document expands to more than {MAX_EXPANDED_NODES} values (aliases counted each time they "
+            "are used)", "write the values out; a spec needs far fewer (NodeSets name thousands of nodes in one value)")
+
+
 class LimitError(yaml.YAMLError):
-    """A limit was reached; carries the mark of the node that reached it."""
+    """A limit was reached, or a value could not be built; carries the mark of the node."""
 
     def __init__(self, problem: str, hint: str, mark: yaml.Mark | None) -> None:
         super().__init__(problem)
@@ -38,18 +44,23 @@ class LimitedLoader(yaml.SafeLoader):
     def __init__(self, stream: str) -> None:
         super().__init__(stream)
         self._sizes: dict[int, int] = {}
-        self._depth = 0
+        self._depth = self._total = 0
 
     def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         self._depth += 1
         if self._depth > MAX_DEPTH:
             raise LimitError(f"nesting deeper than {MAX_DEPTH} levels", "flatten the document",
                              self.peek_event().start_mark)  # type: ignore[no-untyped-call]
+        alias = self.check_event(yaml.AliasEvent)
         try:
             node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
         self._sizes.setdefault(id(node), 1)
+        # Every value read, or named again by an alias, as it comes: stops early in one long list.
+        self._total += self._sizes[id(node)] if alias else 1
+        if self._total > MAX_EXPANDED_NODES:
+            raise LimitError(*TOO_MANY, node.start_mark if node else None)
         return node
 
     def compose_sequence_node(self, anchor: Any) -> yaml.SequenceNode:
@@ -66,12 +77,29 @@ class LimitedLoader(yaml.SafeLoader):
         self._count(node, [item for pair in node.value for item in pair])
         return node
 
+    def compose_scalar_node(self, anchor: Any) -> yaml.ScalarNode:
+        """PyYAML converts sexagesimal ints (1:00:00...) and long digit runs in quadratic time."""
+        node = super().compose_scalar_node(anchor)
+        if node.tag in NUMERIC_TAGS and len(node.value) > MAX_NUMBER_CHARS:
+            raise LimitError(f"a number of {len(node.value)} characters", f"write numbers of at most "
+                             f"{MAX_NUMBER_CHARS} characters; quote the value if it is text", node.start_mark)
+        return node
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        """A value the constructor cannot build (2001-13-45 as a date, !!int "abc") is a located
+        problem, not a traceback."""
+        try:
+            return super().construct_object(node, deep)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, KeyError, TypeError, OverflowError) as exc:
+            raise LimitError(f"cannot read this value as {node.tag.rpartition(':')[2]}: {exc}",
+                             "quote the value if it is text", node.start_mark) from None
+
     def _count(self, node: yaml.Node, children: list[yaml.Node]) -> None:
         size = 1 + sum(self._sizes.get(id(child), 1) for child in children)
         if size > MAX_EXPANDED_NODES:
-            raise LimitError(f"the document expands to more than {MAX_EXPANDED_NODES} values (aliases "
-                             "counted each time they are used)", "write the values out; a spec needs "
-                             "far fewer (NodeSets name thousands of nodes in one value)", node.start_mark)
+            raise LimitError(*TOO_MANY, node.start_mark)
         self._sizes[id(node)] = size
 
 
