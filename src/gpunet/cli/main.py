@@ -100,7 +100,8 @@ def _print_plan(result: Plan) -> None:
 def render(
     source: Annotated[Path | None, typer.Argument(
         help="plan.json or spec YAML; the built-in example when omitted.")] = None,
-    out: Annotated[Path, typer.Option("-o", "--out", help="Output directory.")] = Path("gpunet-out/render"),
+    out: Annotated[Path, typer.Option("-o", "--out", help="Output directory (beside gpunet-out/, which `gpunet "
+                                                         "plan` keeps to its own files).")] = Path("gpunet-render"),
     node: Annotated[str | None, typer.Option("--node", help="Only these nodes (NodeSet: gpu[001-004]).")] = None,
     target: Annotated[str | None, typer.Option(
         "--target", help=f"Comma-separated targets (default all): {', '.join(TARGETS)}.")] = None,

@@ -2,16 +2,17 @@
 plan kept.
 
 plan.json and the files beside it (cabling, addresses, BOM, summary) must agree: a kill between
-two of five renames would leave a plan.json of 1 026 nodes beside an addresses.csv of 962. So the
-new set is written into a staging directory next to OUT, OUT's other entries (a render/ tree, the
-backups, a cluster.yaml) are hard-linked into it (nothing in OUT is moved or changed), and the two
-directories are exchanged in one renameat2(2) RENAME_EXCHANGE. A kill before the exchange leaves
-OUT as it was, after it the new set; never a mix. The next run removes whichever directory the
-killed one left beside OUT.
+two of five renames would leave a plan.json of 1 026 nodes beside an addresses.csv of 962. When
+OUT holds only gpunet's plan files (the default gpunet-out/ does), the new set is written into a
+staging directory beside OUT and the two are exchanged in one renameat2(2) RENAME_EXCHANGE: a
+kill before it leaves the old set, after it the new one, never a mix. The old set is then removed
+file by file, by name; nothing else is ever deleted (no recursive removal that could cross into a
+mount or take a file someone wrote meanwhile: such a file is moved back into OUT).
 
-OUT must be new, empty, or already hold a plan.json: a directory of other things (a home, `/`)
-is refused rather than relinked. Where the exchange cannot be used (OUT is a mount point, or the
-working directory of this process), each file is replaced atomically, one by one."""
+Where OUT also holds other things (a render/ tree, a cluster.yaml), is a mount point or is this
+process's working directory, exchanging it would move those, so each file is replaced atomically
+on its own instead. OUT must be new, empty or already hold a plan.json: a directory of other
+things (a home, `/`) is refused."""
 
 from __future__ import annotations
 
@@ -19,26 +20,43 @@ import contextlib
 import ctypes
 import errno
 import fcntl
+import hashlib
 import os
-import shutil
-from collections.abc import Collection, Iterator
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from gpunet.errors import UsageError
+from gpunet.render.plan_files import PLAN_FILES
 from gpunet.render.write import OutputTree, output_root, refuse_non_directory
 
 MARKER = ".gpunet-staging"  # in the staged set; removed from OUT once exchanged
 BACKUPS = 5  # plan.json.1 (the one before) .. plan.json.5
+TEMPORARY = re.compile(r"\.(.+)\.[0-9a-f]{8}\.tmp")  # OutputTree's temporary name for a file
 RENAME_EXCHANGE = 2
 AT_FDCWD = -100
 
 
-def staging_dir(out_dir: Path) -> Path:
-    return out_dir.parent / f".{out_dir.name}.gpunet-staging"
-
-
 def backup_names() -> list[str]:
     return [f"plan.json.{i}" for i in range(1, BACKUPS + 1)]
+
+
+def own_names() -> set[str]:
+    """What gpunet itself puts in OUT."""
+    return {*PLAN_FILES, *backup_names(), MARKER}
+
+
+def staging_dir(out_dir: Path) -> Path:
+    """Beside OUT, of fixed length (OUT's own name may already be 255 bytes long)."""
+    return out_dir.parent / f".gpunet-staging-{_digest(out_dir)}"
+
+
+def _aside(out_dir: Path) -> Path:
+    return out_dir.parent / f".gpunet-old-{_digest(out_dir)}"
+
+
+def _digest(out_dir: Path) -> str:
+    return hashlib.sha256(os.fsencode(out_dir.name)).hexdigest()[:16]
 
 
 def write_plan_set(out_dir: Path, files: dict[str, str]) -> list[str]:
@@ -47,14 +65,17 @@ def write_plan_set(out_dir: Path, files: dict[str, str]) -> list[str]:
     refuse_non_directory(out_dir)
     out_dir = out_dir.resolve()  # `-o .` and a symlinked OUT: the directory itself is exchanged
     output_root(out_dir.parent)
-    with _locked(out_dir):
-        _recover(out_dir)
-        _refuse_foreign(out_dir)
-        output_root(out_dir)
-        changed = [name for name, text in files.items() if _read(out_dir / name) != text]
-        if changed:
-            _replace(out_dir, files | _backups(out_dir, files))
-        return changed
+    try:
+        with _locked(out_dir):
+            _recover(out_dir)
+            _refuse_foreign(out_dir)
+            output_root(out_dir)
+            changed = [name for name, text in files.items() if _read(out_dir / name) != text]
+            if changed:
+                _replace(out_dir, files | _backups(out_dir, files))
+            return changed
+    except OSError as exc:
+        raise UsageError(f"cannot write the plan into {out_dir}: {exc.strerror or exc}") from None
 
 
 def recover(out_dir: Path) -> None:
@@ -73,9 +94,30 @@ def _recover(out_dir: Path) -> None:
         os.rename(aside, out_dir)
     for leftover in (staging_dir(out_dir), aside):
         if leftover.is_dir() and not leftover.is_symlink():
-            shutil.rmtree(leftover)
+            _remove_set(leftover, out_dir)
     with contextlib.suppress(OSError):
         (out_dir / MARKER).unlink()
+
+
+def _remove_set(old: Path, out_dir: Path) -> None:
+    """Remove a plan set by name; anything else in it (written into OUT meanwhile) goes back to
+    OUT, or, where OUT has that name too, stays and is reported."""
+    for entry in os.listdir(old):
+        if _ours(entry):
+            os.unlink(old / entry)
+        elif out_dir.is_dir() and not (out_dir / entry).exists():
+            os.rename(old / entry, out_dir / entry)
+    try:
+        old.rmdir()
+    except OSError:
+        raise UsageError(f"{old} holds files that are not gpunet's and that {out_dir} has too; look at them "
+                         "and remove the directory by hand") from None
+
+
+def _ours(entry: str) -> bool:
+    """One of gpunet's names, or the temporary file of one that a killed write left (write.py)."""
+    temporary = TEMPORARY.fullmatch(entry)
+    return entry in own_names() or (temporary is not None and temporary[1] in own_names())
 
 
 def _refuse_foreign(out_dir: Path) -> None:
@@ -84,47 +126,54 @@ def _refuse_foreign(out_dir: Path) -> None:
                          "directory, or over an earlier plan (name another with -o)")
 
 
+def _shared(out_dir: Path) -> bool:
+    """OUT holds more than gpunet's files, is a mount point, or is our working directory."""
+    if not out_dir.exists():
+        return False
+    others = set(os.listdir(out_dir)) - own_names()
+    return bool(others) or out_dir.stat().st_dev != out_dir.parent.stat().st_dev or out_dir == Path.cwd().resolve()
+
+
 def _replace(out_dir: Path, files: dict[str, str]) -> None:
-    if _is_mount_point(out_dir) or out_dir == Path.cwd().resolve():
-        with OutputTree(out_dir) as tree:  # no rename across a mount point, nor of our own cwd
+    if _shared(out_dir):
+        with OutputTree(out_dir) as tree:
             for name, text in files.items():
                 tree.write(name, text)
         return
     staging = staging_dir(out_dir)
-    staging.mkdir(mode=0o755)
+    _make_like(staging, out_dir)
     (staging / MARKER).write_text("gpunet plan: staged set, not yet exchanged with the output directory\n")
     with OutputTree(staging) as tree:
         for name, text in files.items():
             tree.write(name, text, sync=True)
-    _link_tree(out_dir, staging, skip={*files, *backup_names()})
     _sync_directory(staging)
     _exchange(staging, out_dir)
     (out_dir / MARKER).unlink()
-    shutil.rmtree(staging)  # the old set
+    _remove_set(staging, out_dir)  # the old set
+
+
+def _make_like(staging: Path, out_dir: Path) -> None:
+    """The staging directory with OUT's mode and owner, so the exchange changes neither."""
+    staging.mkdir(mode=0o700)
+    if out_dir.exists():
+        info = out_dir.stat()
+        with contextlib.suppress(PermissionError):
+            os.chown(staging, info.st_uid, info.st_gid)
+        os.chmod(staging, info.st_mode & 0o7777)
+    else:
+        os.chmod(staging, 0o755)
 
 
 @contextlib.contextmanager
 def _locked(out_dir: Path) -> Iterator[None]:
     """One `gpunet plan` at a time next to this directory (they would share the staging path): a
     lock on the parent directory itself, so nothing is left behind."""
-    parent = out_dir.parent
-    try:
-        fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError as exc:
-        raise UsageError(f"cannot open {parent}: {exc.strerror or exc}") from None
+    fd = os.open(out_dir.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
-
-
-def _is_mount_point(path: Path) -> bool:
-    return path.stat().st_dev != path.parent.stat().st_dev
-
-
-def _aside(out_dir: Path) -> Path:
-    return out_dir.parent / f".{out_dir.name}.gpunet-old"
 
 
 def _read(path: Path) -> str | None:
@@ -143,19 +192,6 @@ def _backups(out_dir: Path, files: dict[str, str]) -> dict[str, str]:
     return dict(zip(backup_names(), kept, strict=False))
 
 
-def _link_tree(source: Path, target: Path, skip: Collection[str] = ()) -> None:
-    """Recreate `source`'s entries in `target` as hard links (directories made anew, symlinks
-    copied as links): nothing under `source` is moved or changed."""
-    for entry in os.scandir(source):
-        if entry.name in skip or entry.name == MARKER:
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            (target / entry.name).mkdir(mode=entry.stat(follow_symlinks=False).st_mode & 0o7777)
-            _link_tree(Path(entry.path), target / entry.name)
-        else:
-            os.link(entry.path, target / entry.name, follow_symlinks=False)
-
-
 def _exchange(a: Path, b: Path) -> None:
     """Swap two directories atomically; where renameat2 is missing, two renames (a moment with no
     OUT at all, still never a mix)."""
@@ -167,7 +203,7 @@ def _exchange(a: Path, b: Path) -> None:
             return
         code = ctypes.get_errno()
         if code not in (errno.ENOSYS, errno.EINVAL):
-            raise UsageError(f"cannot replace {b} with the new plan: {os.strerror(code)}")
+            raise OSError(code, os.strerror(code))
     aside = _aside(b)
     os.rename(b, aside)
     os.rename(a, b)
