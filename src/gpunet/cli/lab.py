@@ -13,7 +13,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from gpunet import api
-from gpunet.cli.console import stderr, stdout
+from gpunet.cli.console import cell, stderr, stdout
 from gpunet.cli.errors import handles_errors
 from gpunet.lab import build, faults
 from gpunet.lab.state import LabState
@@ -82,9 +82,9 @@ def _print_state(state: LabState, as_json: bool) -> None:
         table.add_row(node, ns, state.mgmt_addresses.get(node, "-"))
     stdout.print(table)
     for fault in state.faults:
-        stdout.print(f"fault: {fault.cable}: {fault.kind} {fault.value}")
+        stdout.print(cell(f"fault: {fault.cable}: {fault.kind} {fault.value}"))
     for note in state.notes:
-        stdout.print(f"note: {note}")
+        stdout.print(cell(f"note: {note}"))
 
 
 @app.command(name="exec")

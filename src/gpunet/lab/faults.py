@@ -13,6 +13,7 @@ from gpunet.runner import CommandRunner, run_local
 
 RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")
 UNIT_MBIT = {"kbit": 1e-3, "mbit": 1.0, "gbit": 1e3}
+DELAY = re.compile(r"\d{1,6}(\.\d{1,3})?(us|ms|s)")
 
 
 def find_cable(state: LabState, target: str) -> VethState:
@@ -74,6 +75,8 @@ def check_fault_value(kind: str, value: str) -> None:
         raise LabUsageError(f"--mtu {value}: a whole number from {MTU_RANGE[0]} to {MTU_RANGE[1]}")
     if kind == "rate" and parse_rate(value) <= 0:
         raise LabUsageError(f"--rate {value}: a rate above 0 (100mbit, 1gbit)")
+    if kind == "delay" and not DELAY.fullmatch(value):
+        raise LabUsageError(f"--delay {value}: a time as tc writes it, e.g. 5ms, 200us, 0.1s")
     if kind not in ("loss", "down", "mtu", "rate", "delay"):
         raise LabUsageError(f"unknown fault {kind!r}")
 
@@ -146,8 +149,11 @@ def _heal(lab_id: str, target: str | None, run: CommandRunner) -> list[Fault]:
     healed = [f for f in state.faults if chosen is None or f.cable == chosen]
     by_cable = {v.cable: v for v in state.veths}
     for fault in healed:
-        for ns, dev in _ends(by_cable[fault.cable]):
-            _undo_end(ns, dev, by_cable[fault.cable], kind=fault.kind, routes=state.routes, run=run)
+        cable = by_cable.get(fault.cable)
+        if cable is None:  # a fault on no cable of this lab: nothing to undo, dropped from the record
+            continue
+        for ns, dev in _ends(cable):
+            _undo_end(ns, dev, cable, kind=fault.kind, routes=state.routes, run=run)
     if any(f.kind == "mtu" for f in healed):
         _forget_path_mtus(state, run)
     write_state(state.model_copy(update={"faults": tuple(f for f in state.faults if f not in healed)}))

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, ValidationError
 
 from gpunet.errors import LabError, LabUsageError
 from gpunet.lab.addressing import MAX_LABS
@@ -20,6 +20,12 @@ from gpunet.model.types import AddressText, Hostname, InterfaceText, PortName
 Namespace = Annotated[str, StringConstraints(pattern=r"^gn[a-z0-9]{1,4}-[A-Za-z0-9-]{1,63}$")]
 HostSide = Annotated[str, StringConstraints(pattern=r"^(gn[a-z0-9]{1,4}-[A-Za-z0-9-]{1,63})?$")]  # "" is the host
 CableEnd = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9-]{1,63}:[A-Za-z0-9_.-]{1,15}$|^host$")]
+Cable = Annotated[str, StringConstraints(pattern=r"^\S{1,80} \S{1,80}$")]
+# Routes are replayed into `ip -batch` by heal: only `route add` lines of plain words, so a line
+# such as `netns exec ... touch F` in a tampered state file is refused where the file is read.
+RouteLine = Annotated[str, StringConstraints(pattern=r"^route add [A-Za-z0-9_.:/ -]{1,400}$")]
+Word = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:/-]{0,40}$")]
+Note = Annotated[str, StringConstraints(pattern=r"^[ -~]{1,400}$")]  # printable ASCII, one line
 
 STATE_FILE = "state.json"
 
@@ -55,29 +61,29 @@ FaultKind = Literal["loss", "down", "mtu", "rate", "delay"]
 class Fault(Frozen):
     """A fault applied to one cable (both ends), as `lab fault` recorded it."""
 
-    cable: str  # "gpu001:ib0 comp-leaf001:1"
+    cable: Cable  # "gpu001:ib0 comp-leaf001:1"
     kind: FaultKind
-    value: str = ""
+    value: Word = ""
 
 
 class LabState(Frozen):
-    lab_id: str
-    slot: int
+    lab_id: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]{1,4}$")]
+    slot: int = Field(ge=0, le=MAX_LABS - 1)
     status: Literal["building", "up"]
-    plan_digest: str
-    block: str
+    plan_digest: Word
+    block: Word
     host_if: PortName
     host_address: InterfaceText
-    mgmt_subnet: str
+    mgmt_subnet: Word
     namespaces: dict[Namespace, str]  # namespace -> kind
     servers: dict[Hostname, Namespace]  # node -> namespace
     mgmt_addresses: dict[Hostname, AddressText]
     address_map: dict[str, AddressPair]  # "node/interface" ->
     veths: tuple[VethState, ...]
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     faults: tuple[Fault, ...] = Field(default=())
     # Static routes per namespace: the kernel drops those over a link taken down; heal re-adds them.
-    routes: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    routes: dict[Namespace, tuple[RouteLine, ...]] = Field(default_factory=dict)
     scale_mbit_per_gbit: float = Field(1.0, gt=0, allow_inf_nan=False)
 
 
@@ -102,10 +108,34 @@ def read_state(lab_id: str) -> LabState | None:
     if not path.exists():
         return None
     try:
-        return LabState.model_validate_json(path.read_text())
-    except ValueError as exc:
-        raise LabError(f"{path} is unreadable ({str(exc).splitlines()[0]}); remove the lab's objects by hand "
+        state = LabState.model_validate_json(path.read_text())
+    except (OSError, ValueError) as exc:  # ValidationError and UnicodeDecodeError are ValueErrors
+        raise LabError(f"{path} is unreadable ({_why(exc)}); remove the lab's objects by hand "
                        f"(ip netns list | grep gn{lab_id}-) and then this directory") from None
+    foreign = _not_this_labs(state, lab_id)
+    if foreign:
+        raise LabError(f"{path} names {foreign!r}, which is not lab {lab_id}'s (gn{lab_id}-...); gpunet will not "
+                       "touch it. Remove the lab's objects by hand and then this directory")
+    return state
+
+
+def _why(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _not_this_labs(state: LabState, lab_id: str) -> str | None:
+    """The first name the state gives that this lab could not have made: every command `down`,
+    `fault` and `heal` run must stay inside gn<id>-* (a state claiming the host's eth0 is refused)."""
+    if state.lab_id != lab_id:
+        return state.lab_id
+    if state.host_if != f"gn{lab_id}h":
+        return state.host_if
+    names = [*state.namespaces, *state.servers.values(), *state.routes,
+             *(ns for v in state.veths for ns in (v.a_ns, v.b_ns) if ns)]
+    return next((name for name in names if not name.startswith(f"gn{lab_id}-")), None)
 
 
 def write_state(state: LabState) -> None:
