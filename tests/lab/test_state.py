@@ -51,7 +51,7 @@ def test_a_written_state_reads_back(state_file: Path) -> None:
 ])
 def test_a_tampered_state_is_refused_where_it_is_read(state_file: Path, change: Any, needle: str) -> None:
     tamper(state_file, change)
-    with pytest.raises(LabError, match="unreadable|not lab q's") as caught:
+    with pytest.raises(LabError, match=r"unreadable|not lab q's") as caught:
         read_state(LAB)
     assert needle in str(caught.value)
 

@@ -4,14 +4,19 @@ every 5 s (and reconnect when closed) beside one Prometheus-like scraper, on loo
 from __future__ import annotations
 
 import http.client
+import re
 import selectors
 import socket
 import statistics
 import threading
 import time
+from pathlib import Path
 
+import pytest
+
+from gpunet.errors import UsageError
 from gpunet.monitor.server import Limits
-from gpunet.monitor.webconfig import WebConfig
+from gpunet.monitor.webconfig import WebConfig, load_web_config
 from tests.monitor.test_server import serving
 
 ATTACKERS = 400
@@ -130,3 +135,50 @@ def test_a_head_over_the_size_limit_ends_the_connection() -> None:
         big.settimeout(5)
         big.sendall(b"GET /metrics HTTP/1.1\r\nX-a: " + b"a" * 70_000)
         assert big.recv(1) == b""
+
+
+def _raw(port: int, request: bytes) -> bytes:
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.settimeout(10)
+        sock.sendall(request)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_nothing_of_the_request_is_echoed_into_the_response_headers() -> None:
+    """Accept values (a folded header line, a version prometheus_client would echo or choke on)
+    choose between two fixed Content-Types."""
+    with serving(WebConfig()) as server:
+        port = server.server_address[1]
+        for accept in (b"application/openmetrics-text; version=2.x\r\n Set-Cookie: injected=1",
+                       b"application/openmetrics-text; version=1.0.x", b"text/plain; version=9; escaping=x"):
+            answer = _raw(port, b"GET /metrics HTTP/1.1\r\nAccept: " + accept + b"\r\nConnection: close\r\n\r\n")
+            head = answer.split(b"\r\n\r\n")[0]
+            assert head.startswith(b"HTTP/1.1 200") and b"injected" not in head and b"Set-Cookie" not in head
+            assert re.search(rb"Content-Type: (text/plain; version=0\.0\.4|application/openmetrics-text; "
+                             rb"version=1\.0\.0); charset=utf-8\r", head), head
+
+
+@pytest.mark.parametrize("request_bytes", [
+    b"GET http://[x/metrics HTTP/1.1\r\nConnection: close\r\n\r\n",  # urlsplit: Invalid IPv6 URL
+    b"GET /metrics HTTP/1.1\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\nGET /",  # a body smuggled past
+])
+def test_a_malformed_request_gets_400_and_the_connection_ends(request_bytes: bytes) -> None:
+    with serving(WebConfig()) as server:
+        answer = _raw(server.server_address[1], request_bytes)
+    assert answer.startswith(b"HTTP/1.1 400") and answer.count(b"HTTP/1.1") == 1
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("http_server_config:\n  headers:\n    X-A: \"ok\\r\\nSet-Cookie: evil=1\"\n", "headers.X-A"),
+    ("http_server_config:\n  headers:\n    \"X A\": ok\n", "headers.X A"),
+    ("http_server_config:\n  headers:\n    X-A: \"caf\\u00e9\"\n", "headers.X-A"),
+    ("basic_auth_users:\n  u: '$2y$03$" + "a" * 53 + "'\n", "cost 3 is outside 4-14"),
+    ("basic_auth_users:\n  u: '$2y$20$" + "a" * 53 + "'\n", "cost 20 is outside 4-14"),
+])
+def test_a_web_config_the_response_could_not_carry_is_refused(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "web.yml").write_text(text)
+    with pytest.raises(UsageError, match=re.escape(message)):
+        load_web_config(tmp_path / "web.yml")

@@ -20,6 +20,7 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http import HTTPStatus
@@ -27,8 +28,9 @@ from http.client import HTTPException, HTTPMessage, parse_headers
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from prometheus_client.exposition import choose_encoder
-from prometheus_client.registry import CollectorRegistry
+from prometheus_client.exposition import generate_latest
+from prometheus_client.openmetrics import exposition as openmetrics
+from prometheus_client.registry import Collector, CollectorRegistry
 
 from gpunet.errors import UsageError
 from gpunet.monitor.webconfig import BasicAuth, WebConfig, tls_context
@@ -36,6 +38,8 @@ from gpunet.monitor.webconfig import BasicAuth, WebConfig, tls_context
 log = logging.getLogger("gpunet.exporter")
 LANDING = b"<html><head><title>gpunet exporter</title></head><body><a href='/metrics'>metrics</a></body></html>"
 MAX_HEAD_BYTES = 16 * 1024  # request line and headers; a scrape sends a few hundred
+TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
+ACCEPT_BACKLOG = 64  # asyncio accepts up to this many connections per pass of the loop
 
 
 @dataclass(frozen=True)
@@ -64,9 +68,11 @@ class _Connection:
 
 
 def connection_cap(wanted: int) -> int:
-    """The cap, kept below the process's file limit (listening socket, logs, sysfs reads)."""
+    """The cap, kept below the process's file limit by more than one pass of accepts, the workers'
+    and collectors' reads and the loop's own descriptors."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return max(1, min(wanted, soft - 64)) if soft != resource.RLIM_INFINITY else wanted
+    headroom = 2 * ACCEPT_BACKLOG + 64
+    return max(1, min(wanted, soft - headroom)) if soft != resource.RLIM_INFINITY else wanted
 
 
 class ExporterServer:
@@ -82,19 +88,25 @@ class ExporterServer:
         self._open: dict[asyncio.StreamWriter, _Connection] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
-        self._stopped = threading.Event()
+        self._stopped, self._serving = threading.Event(), threading.Event()
+        self._lock, self._closing = threading.Lock(), False
         self.workers = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="gpunet-scrape")
 
     def serve_forever(self) -> None:
         self._stopped.clear()
+        self._serving.set()
         try:
             asyncio.run(self._serve())
         finally:
             self._stopped.set()
 
     def shutdown(self) -> None:
-        if self._loop is not None and self._stop is not None and not self._stopped.is_set():
-            self._loop.call_soon_threadsafe(self._stop.set)
+        """Stop serve_forever (called from another thread), also when it has not started yet."""
+        with self._lock:
+            self._closing = True
+            if self._loop is not None and self._stop is not None:
+                self._loop.call_soon_threadsafe(self._stop.set)
+        if self._serving.is_set():
             self._stopped.wait(10)
 
     def server_close(self) -> None:
@@ -106,9 +118,13 @@ class ExporterServer:
         return len(self._open)
 
     async def _serve(self) -> None:
-        self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        with self._lock:  # shutdown() either saw this loop, or set _closing before it
+            if self._closing:
+                return
+            self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
         self._loop.set_exception_handler(_log_loop_error)
         server = await asyncio.start_server(self._client, sock=self.socket, ssl=self.tls, limit=MAX_HEAD_BYTES,
+                                            backlog=ACCEPT_BACKLOG,
                                             ssl_handshake_timeout=self.limits.head_deadline_s if self.tls else None)
         async with server:
             await self._stop.wait()
@@ -148,7 +164,7 @@ class ExporterServer:
                 return
             keep = _keeps_alive(request)
             status, headers, body = await asyncio.get_running_loop().run_in_executor(
-                self.workers, self.respond, request)
+                self.workers, self.respond_safely, request)
             await self._send(connection.writer, _response(status, body, headers | self.extra_headers,
                                                           close=not keep, head=request.method == "HEAD"))
             if not keep:
@@ -158,13 +174,25 @@ class ExporterServer:
         writer.write(data)
         await asyncio.wait_for(writer.drain(), self.limits.write_deadline_s)
 
+    def respond_safely(self, request: Request) -> tuple[int, dict[str, str], bytes]:
+        """respond(), with anything it did not foresee answered 500 and logged in one line: a
+        request always gets a response."""
+        try:
+            return self.respond(request)
+        except Exception as exc:  # the client gets 500, the log gets the reason
+            log.warning("request %r failed: %s: %s", request.target[:100], type(exc).__name__, exc)
+            return 500, {}, b"Internal server error\n"
+
     def respond(self, request: Request) -> tuple[int, dict[str, str], bytes]:
         """Status, headers and body for one request (a worker thread: bcrypt and collection block)."""
         if request.method not in ("GET", "HEAD"):
             return 405, {"Allow": "GET, HEAD"}, b"Method not allowed\n"
         if not self.auth.allows(request.headers.get("Authorization")):
             return 401, {"WWW-Authenticate": 'Basic realm="gpunet"'}, b"Unauthorized\n"
-        path = urlsplit(request.target).path
+        try:
+            path = urlsplit(request.target).path
+        except ValueError:
+            return 400, {}, b"Bad request target\n"
         if path == "/":
             return 200, {"Content-Type": "text/html"}, LANDING
         if path != "/metrics":
@@ -175,7 +203,7 @@ class ExporterServer:
 
     def _metrics(self, request: Request) -> tuple[int, dict[str, str], bytes]:
         """The text exposition (or OpenMetrics, as negotiated), gzipped when the client asks."""
-        encoder, content_type = choose_encoder(request.headers.get("Accept", ""))
+        encoder, content_type = negotiate(request.headers.get_all("Accept") or [])
         names = parse_qs(urlsplit(request.target).query).get("name[]")
         registry = self.registry.restricted_registry(names) if names else self.registry
         body = encoder(registry)
@@ -183,6 +211,15 @@ class ExporterServer:
         if "gzip" in request.headers.get("Accept-Encoding", ""):
             body, headers["Content-Encoding"] = gzip.compress(body), "gzip"
         return 200, headers, body
+
+
+def negotiate(accept: list[str]) -> tuple[Callable[[Collector], bytes], str]:
+    """OpenMetrics 1.0.0 when the client lists it, else the text format 0.0.4. The response's
+    Content-Type is one of these two constants: nothing of the request is echoed back."""
+    media = {part.split(";")[0].strip().lower() for header in accept for part in header.split(",")}
+    if "application/openmetrics-text" in media:
+        return openmetrics.generate_latest, openmetrics.CONTENT_TYPE_LATEST
+    return generate_latest, TEXT_FORMAT
 
 
 def parse_request(head: bytes) -> Request | None:
@@ -195,7 +232,8 @@ def parse_request(head: bytes) -> Request | None:
         headers = parse_headers(io.BytesIO(rest))
     except (HTTPException, ValueError):
         return None
-    if headers.get("Content-Length", "0").strip() != "0" or "Transfer-Encoding" in headers:
+    lengths = headers.get_all("Content-Length") or []
+    if any(length.strip() != "0" for length in lengths) or len(lengths) > 1 or "Transfer-Encoding" in headers:
         return None  # GET and HEAD carry no body; one would be read as the next request
     return Request(parts[0], parts[1], parts[2], headers)
 

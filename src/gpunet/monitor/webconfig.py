@@ -11,11 +11,11 @@ import ssl
 import threading
 from base64 import b64decode
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import bcrypt
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, StringConstraints, ValidationError
 
 from gpunet.errors import SpecError, UsageError
 from gpunet.model.base import Frozen
@@ -26,6 +26,8 @@ TLS_VERSIONS = {"TLS10": ssl.TLSVersion.TLSv1, "TLS11": ssl.TLSVersion.TLSv1_1,
 CLIENT_AUTH = {"NoClientCert": ssl.CERT_NONE, "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
                "RequireAndVerifyClientCert": ssl.CERT_REQUIRED}
 BCRYPT_HASH = re.compile(r"\$2[abxy]?\$\d{2}\$[./A-Za-z0-9]{53}")
+# bcrypt's own minimum is 4; one check takes 0.9 s here at 14 and about 15 s at 18: longer than a scrape.
+BCRYPT_COSTS = (4, 14)
 
 
 class TlsServerConfig(Frozen):
@@ -38,8 +40,14 @@ class TlsServerConfig(Frozen):
     max_version: Literal["TLS10", "TLS11", "TLS12", "TLS13"] | None = None
 
 
+# A header sent with every response: a token for a name, visible ASCII for a value (a CR or LF
+# would end the header block and let the config write the response).
+HeaderName = Annotated[str, StringConstraints(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}$")]
+HeaderValue = Annotated[str, StringConstraints(pattern=r"^[ -~]{0,1024}$")]
+
+
 class HttpServerConfig(Frozen):
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[HeaderName, HeaderValue] = Field(default_factory=dict)
 
 
 class WebConfig(Frozen):
@@ -61,6 +69,12 @@ def load_web_config(path: Path) -> WebConfig:
         if not BCRYPT_HASH.fullmatch(digest):
             raise UsageError(f"{path}: basic_auth_users.{user}: not a bcrypt hash (make one with "
                              f"`htpasswd -nBC 10 {user}`, the part after the colon)")
+        cost = int(digest.split("$")[2])
+        if not BCRYPT_COSTS[0] <= cost <= BCRYPT_COSTS[1]:
+            raise UsageError(f"{path}: basic_auth_users.{user}: bcrypt cost {cost} is outside "
+                             f"{BCRYPT_COSTS[0]}-{BCRYPT_COSTS[1]} (each check at cost {cost} takes "
+                             f"{'too long for a scrape' if cost > BCRYPT_COSTS[1] else 'no time: too weak'}); "
+                             f"htpasswd -nBC 10 {user}")
     return _resolved(config, path.parent)
 
 
