@@ -23,7 +23,7 @@ from gpunet.fleet.groups import resolve_nodes
 from gpunet.lab.build import node_argv, plan_digest
 from gpunet.lab.state import LabState, lab_dir, read_state
 from gpunet.model.io import read_plan
-from gpunet.model.nodeset import fold
+from gpunet.model.nodeset import describe
 from gpunet.model.plan import Node, Plan
 from gpunet.model.spec import Spec
 from gpunet.model.state import NodeState
@@ -72,7 +72,7 @@ def plan_spec(spec_path: Path | None, previous: Path | None = None) -> Plan:
 def _refuse_dropped_nodes(baseline: Plan, plan: Plan, previous: Path | None) -> None:
     dropped = [n.name for n in baseline.nodes if plan.node(n.name) is None]
     if dropped:
-        raise UsageError(f"this spec drops {len(dropped)} node(s) that {previous} has: {fold(dropped)}; "
+        raise UsageError(f"this spec drops {len(dropped)} node(s) that {previous} has: {describe(dropped)}; "
                          "give --fresh to accept (the old plan is kept as plan.json.1)")
 
 
@@ -111,7 +111,7 @@ def _pick_nodes(plan: Plan, nodes: str | None) -> list[Node]:
     wanted = set(resolve_nodes(nodes, plan))
     missing = wanted - {n.name for n in plan.nodes}
     if missing:
-        raise UsageError(f"not in the plan: {fold(sorted(missing))}")
+        raise UsageError(f"not in the plan: {describe(sorted(missing))}")
     return [n for n in plan.nodes if n.name in wanted]
 
 
@@ -162,7 +162,7 @@ def fleet_nodes(pattern: str, *, plan: Path | None = None, lab: str | None = Non
         servers = _lab_state(lab).servers
         unknown = [n for n in nodes if n not in servers]
         if unknown:
-            raise UsageError(f"not servers of lab {lab}: {fold(unknown)}; servers: {fold(servers)}")
+            raise UsageError(f"not servers of lab {lab}: {describe(unknown)}; servers: {describe(list(servers))}")
     return nodes
 
 

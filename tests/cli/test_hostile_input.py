@@ -13,6 +13,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -412,3 +413,59 @@ def test_14_bench_history_creates_no_database_or_directory(tmp_path: Path) -> No
     (tmp_path / "empty.sqlite").touch()
     gpunet("bench", "history", "--db", str(tmp_path / "empty.sqlite"))
     assert (tmp_path / "empty.sqlite").stat().st_size == 0  # no schema written into it
+
+
+def _crafted_db(path: Path, *statements: str) -> Path:
+    with sqlite3.connect(path) as db:
+        for statement in statements:
+            db.execute(statement)
+    return path
+
+
+RUNS = ("CREATE TABLE runs (id INTEGER PRIMARY KEY, started TEXT, plan_hash TEXT, tool TEXT, pattern TEXT, "
+        "arguments TEXT)")
+MEASUREMENTS = ("CREATE TABLE measurements (run_id INTEGER, source TEXT, destination TEXT, plane TEXT, metric TEXT, "
+                "value REAL, unit TEXT, expected REAL, status TEXT, raw TEXT, rail INTEGER)")
+
+
+def test_14_a_crafted_database_is_refused_in_bounded_time_and_memory(tmp_path: Path) -> None:
+    endless = _crafted_db(tmp_path / "views.sqlite", MEASUREMENTS, "CREATE VIEW runs AS WITH RECURSIVE c(id) AS "
+                          "(SELECT 1 UNION ALL SELECT id + 1 FROM c) SELECT id, 't', 'h', 'x', 'y', '' FROM c")
+    refused(gpunet("bench", "history", "--db", str(endless), timeout=30), "not both tables")
+    huge = _crafted_db(tmp_path / "huge.sqlite", RUNS, MEASUREMENTS,
+                       "INSERT INTO runs VALUES (1, 't', 'h', '[/bold]\x1b]8;;x\x07', 'pair', '')",
+                       "INSERT INTO measurements VALUES (1, 'a', 'b', 'compute', 'throughput', 1, 'Gb/s', 1, 'ok', "
+                       "replace(zeroblob(100000000), x'00', 'a'), NULL)")
+    shown = gpunet("bench", "show", "1", "--db", str(huge), "--json", timeout=60)
+    assert shown.returncode in (0, 1) and "Traceback" not in shown.stderr, shown.stderr
+    assert len(shown.stdout) < 2_000_000  # the 100 MB raw column is cut, not loaded whole
+    assert "\x1b" not in gpunet("bench", "show", "1", "--db", str(huge)).stdout
+    typed = _crafted_db(tmp_path / "types.sqlite", RUNS, MEASUREMENTS,
+                        "INSERT INTO runs VALUES (1, NULL, 'h', 5, 'p', '')")
+    refused(gpunet("bench", "history", "--db", str(typed)), "a row gpunet did not write")
+
+
+def test_14_a_database_in_wal_mode_gets_no_new_files(tmp_path: Path) -> None:
+    db = _crafted_db(tmp_path / "wal.sqlite", RUNS, MEASUREMENTS)
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert gpunet("bench", "history", "--db", str(db)).returncode == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_9_a_plan_json_that_is_no_regular_file_or_nests_without_end(tmp_path: Path) -> None:
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / "plan.json")
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    refused(gpunet("plan", "-o", str(tmp_path / "fifo"), timeout=30), "not a regular file")
+    refused(gpunet("render", str(tmp_path / "zero.json"), "-o", str(tmp_path / "r"), timeout=30), "not a regular file")
+    refused(gpunet("render", str(tmp_path / "deep.json"), "-o", str(tmp_path / "r"), timeout=30), "cannot read plan")
+
+
+def test_10_a_nodeset_of_many_dimensions_is_described_quickly(tmp_path: Path, plan_dict: dict[str, Any]) -> None:
+    started = time.monotonic()
+    refused(gpunet("render", str(write_plan(tmp_path, plan_dict)), "-o", str(tmp_path / "r"), "--node",
+                   "a[1-10]b[1-10]c[1-10]d[1-10]e[1-10]", timeout=60), "not in the plan", "(100000 nodes)")
+    assert time.monotonic() - started < 20  # 10 s and 718 MB before: ClusterShell folded all 100 000

@@ -6,7 +6,7 @@ from __future__ import annotations
 from gpunet.bench.schedule import Pair, Round, all_pair_rounds, incast, one_pair, rail_of, rail_rounds, topology_rounds
 from gpunet.errors import UsageError
 from gpunet.fleet.groups import resolve_nodes
-from gpunet.model.nodeset import fold
+from gpunet.model.nodeset import describe
 from gpunet.model.plan import Interface, Plan
 
 PATTERNS = ("all-pairs", "topo", "incast", "pair", "rail")
@@ -20,7 +20,7 @@ def bench_nodes(plan: Plan, plane: str, nodes: str | None) -> list[str]:
     wanted = list(resolve_nodes(nodes, plan))
     missing = [n for n in wanted if n not in on_plane]
     if missing:
-        raise UsageError(f"no address on the {plane} plane: {fold(missing)}")
+        raise UsageError(f"no address on the {plane} plane: {describe(missing)}")
     return wanted
 
 

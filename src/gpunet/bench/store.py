@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from gpunet.errors import UsageError
 from gpunet.model.base import Frozen
@@ -23,6 +26,8 @@ CREATE TABLE IF NOT EXISTS measurements (
     expected REAL, status TEXT NOT NULL, raw TEXT NOT NULL, rail INTEGER
 );
 """
+QUERY_SECONDS = 60  # a backstop: runs and measurements must be plain tables, so reads are linear
+MAX_RAW = 1 << 20  # a measurement's raw tool output: iperf3's JSON is tens of kB
 COLUMNS = ("source", "destination", "plane", "metric", "value", "unit", "expected", "status", "raw", "rail")
 
 
@@ -61,6 +66,12 @@ class RunSummary(Frozen):
     flagged: int
 
 
+def _column(name: str) -> str:
+    """A column as read: text cut to a bound (a crafted row of 400 MB is not loaded whole)."""
+    return {"raw": f"substr(raw, 1, {MAX_RAW})", "value": "value", "expected": "expected", "rail": "rail"}.get(
+        name, f"substr({name}, 1, 256)")
+
+
 def default_db() -> Path:
     data = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share"))
     return data / "gpunet" / "bench.sqlite"
@@ -81,14 +92,33 @@ def _open(path: Path) -> sqlite3.Connection:
 
 @contextmanager
 def _reading(path: Path) -> Iterator[sqlite3.Connection]:
-    """For reading: opened read-only, never created; what is not a bench database is a UsageError."""
+    """For reading: opened read-only and never created (immutable, so no -shm or -wal file is made,
+    unless a writer has a -wal file in use); runs and measurements must be tables, not views that
+    compute without end; a query is stopped after QUERY_SECONDS. What is not a bench database is a
+    UsageError."""
     if not path.is_file():
         raise UsageError(f"no bench database at {path} (`gpunet bench run` creates it; --db names another)")
+    in_use = path.with_name(path.name + "-wal").exists()
+    uri = f"{path.absolute().as_uri()}?{'mode=ro' if in_use else 'immutable=1'}"
     try:
-        with closing(sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)) as db:
+        with closing(sqlite3.connect(uri, uri=True)) as db:
+            deadline = time.monotonic() + QUERY_SECONDS
+            db.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+            _require_tables(db, path)
             yield db
     except sqlite3.DatabaseError as exc:
-        raise UsageError(f"{path} is not a gpunet bench database: {exc}") from None
+        why = f"a query ran past {QUERY_SECONDS} s" if "interrupted" in str(exc) else str(exc)
+        raise UsageError(f"{path} is not a gpunet bench database: {why}") from None
+    except ValidationError as exc:
+        raise UsageError(f"{path}: a row gpunet did not write: {exc.errors()[0]['loc']}: "
+                         f"{exc.errors()[0]['msg']}") from None
+
+
+def _require_tables(db: sqlite3.Connection, path: Path) -> None:
+    kinds = dict(db.execute("SELECT name, type FROM sqlite_master WHERE name IN ('runs', 'measurements')"))
+    if kinds.get("runs") != "table" or kinds.get("measurements") != "table":
+        raise UsageError(f"{path} is not a gpunet bench database: runs and measurements are not both tables "
+                         f"({kinds or 'neither is there'})")
 
 
 def save_run(path: Path, *, plan_hash: str, tool: str, pattern: str, arguments: str,
@@ -117,18 +147,19 @@ def add_measurements(path: Path, run_id: int, measurements: list[Measurement]) -
 def history(path: Path, limit: int = 20) -> list[RunSummary]:
     with _reading(path) as db:
         rows = db.execute(
-            "SELECT r.id, r.started, r.tool, r.pattern, COUNT(m.run_id), SUM(m.status != 'ok') FROM runs r "
+            "SELECT r.id, substr(r.started, 1, 64), substr(r.tool, 1, 64), substr(r.pattern, 1, 64), COUNT(m.run_id), "
+            "SUM(m.status != 'ok') FROM runs r "
             "LEFT JOIN measurements m ON m.run_id = r.id GROUP BY r.id ORDER BY r.id DESC LIMIT ?", (limit,)).fetchall()
-    return [RunSummary(id=r[0], started=r[1], tool=r[2], pattern=r[3], measurements=r[4], flagged=r[5] or 0)
-            for r in rows]
+        return [RunSummary(id=r[0], started=r[1], tool=r[2], pattern=r[3], measurements=r[4], flagged=r[5] or 0)
+                for r in rows]
 
 
 def measurements(path: Path, run_id: int) -> list[Measurement]:
     with _reading(path) as db:
         present = {row[1] for row in db.execute("PRAGMA table_info(measurements)")}
-        selected = ", ".join(c if c in present else f"NULL AS {c}" for c in COLUMNS)  # rail: a database before rails
+        selected = ", ".join(_column(c) if c in present else f"NULL AS {c}" for c in COLUMNS)  # before rails: no rail
         rows = db.execute(f"SELECT {selected} FROM measurements WHERE run_id = ?", (run_id,)).fetchall()
-    return [Measurement(**dict(zip(COLUMNS, row, strict=True))) for row in rows]
+        return [Measurement(**dict(zip(COLUMNS, row, strict=True))) for row in rows]
 
 
 def run_info(path: Path, run_id: int) -> RunInfo | None:
@@ -136,9 +167,10 @@ def run_info(path: Path, run_id: int) -> RunInfo | None:
     if not path.exists() or not 0 < run_id < 2**63:  # SQLite's integers are 64-bit
         return None
     with _reading(path) as db:
-        row = db.execute("SELECT id, started, plan_hash, tool, pattern, arguments FROM runs WHERE id = ?",
+        row = db.execute("SELECT id, substr(started, 1, 64), substr(plan_hash, 1, 64), substr(tool, 1, 64), "
+                         "substr(pattern, 1, 64), substr(arguments, 1, 1024) FROM runs WHERE id = ?",
                          (run_id,)).fetchone()
-    return RunInfo(**dict(zip(RunInfo.model_fields, row, strict=True))) if row else None
+        return RunInfo(**dict(zip(RunInfo.model_fields, row, strict=True))) if row else None
 
 
 def load_run(path: Path, run_id: int) -> tuple[RunInfo, list[Measurement]]:

@@ -149,7 +149,7 @@ def show(
     if as_json:
         print(json.dumps({"run": info.model_dump(), "measurements": _rows(results)}, indent=1))
         return
-    stdout.print(f"run {info.id}: {info.tool} {info.pattern}, {info.arguments}, started {info.started}")
+    stdout.print(cell(f"run {info.id}: {info.tool} {info.pattern}, {info.arguments}, started {info.started}"))
     _print_results(results)
 
 
