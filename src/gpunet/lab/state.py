@@ -23,7 +23,7 @@ CableEnd = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9-]{1,63}:[A-Za-
 Cable = Annotated[str, StringConstraints(pattern=r"^\S{1,80} \S{1,80}$")]
 # Routes are replayed into `ip -batch` by heal: only `route add` lines of plain words, so a line
 # such as `netns exec ... touch F` in a tampered state file is refused where the file is read.
-RouteLine = Annotated[str, StringConstraints(pattern=r"^route add [A-Za-z0-9_.:/ -]{1,400}$")]
+RouteLine = Annotated[str, StringConstraints(pattern=r"^route add [A-Za-z0-9_.:/ -]{1,8000}$")]
 Word = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:/-]{0,40}$")]
 Note = Annotated[str, StringConstraints(pattern=r"^[ -~]{1,400}$")]  # printable ASCII, one line
 
