@@ -16,7 +16,7 @@ from gpunet.bench.run import BenchSetup, run_nccl, run_rounds
 from gpunet.bench.store import Measurement, add_measurements, start_run
 from gpunet.checks import Context, Finding, run_checks
 from gpunet.design import design
-from gpunet.errors import DesignError, SpecError, UsageError
+from gpunet.errors import DesignError, SpecError, SpecProblem, UsageError
 from gpunet.fleet import ClusterShellRunner, lab_runner
 from gpunet.fleet.doctor import FleetDoctorReport, doctor_command, fold_doctor
 from gpunet.fleet.groups import resolve_nodes
@@ -36,6 +36,7 @@ from gpunet.render.plan_output import recover as recover_plan_output
 from gpunet.render.plan_output import write_plan_set
 from gpunet.render.write import write_files
 from gpunet.runner import CommandRunner, run_local
+from gpunet.spec.checks import spec_warnings
 from gpunet.spec.examples import DEFAULT_EXAMPLE, example_text
 from gpunet.spec.loader import SourceMap, load_spec, parse_spec
 
@@ -47,13 +48,19 @@ def load(spec_path: Path | None) -> tuple[Spec, SourceMap]:
     return load_spec(spec_path)
 
 
-def validate_spec(spec_path: Path) -> Plan:
-    """Full validation: schema, cross-field checks and a design attempt (radix, subnet fit)."""
-    return plan_spec(spec_path)
+def validate_spec(spec_path: Path) -> tuple[Plan, list[SpecProblem]]:
+    """Full validation: schema, cross-field checks and a design attempt (radix, subnet fit); and
+    the warnings of what a running cluster would miss (monitoring, NTP, a scheduler)."""
+    return design_spec(spec_path)
 
 
 def plan_spec(spec_path: Path | None, previous: Path | None = None) -> Plan:
     """Design the plan of a spec; with `previous` (an earlier plan.json), keep its assignments."""
+    return design_spec(spec_path, previous)[0]
+
+
+def design_spec(spec_path: Path | None, previous: Path | None = None) -> tuple[Plan, list[SpecProblem]]:
+    """plan_spec, with the spec's located warnings."""
     spec, source = load(spec_path)
     baseline = read_plan(previous) if previous is not None and previous.exists() else None
     if baseline is not None and baseline.site.name != spec.site.name:
@@ -66,7 +73,7 @@ def plan_spec(spec_path: Path | None, previous: Path | None = None) -> Plan:
         raise DesignError([source.locate(p) for p in exc.problems]) from None
     if baseline is not None:
         _refuse_dropped_nodes(baseline, plan, previous)
-    return plan
+    return plan, [source.locate(w) for w in spec_warnings(spec)]
 
 
 def _refuse_dropped_nodes(baseline: Plan, plan: Plan, previous: Path | None) -> None:
@@ -76,12 +83,12 @@ def _refuse_dropped_nodes(baseline: Plan, plan: Plan, previous: Path | None) -> 
                          "give --fresh to accept (the old plan is kept as plan.json.1)")
 
 
-def plan_into(spec_path: Path | None, out_dir: Path, *, fresh: bool) -> tuple[Plan, list[str]]:
+def plan_into(spec_path: Path | None, out_dir: Path, *, fresh: bool) -> tuple[Plan, list[str], list[SpecProblem]]:
     """`gpunet plan`: design against OUT/plan.json (unless fresh) and replace OUT's plan files as
-    one set, the previous plan.json kept as plan.json.1."""
+    one set, the previous plan.json kept as plan.json.1; the changed files and the spec's warnings."""
     recover_plan_output(out_dir)  # a killed earlier run: its old or new set, before reading it
-    plan = plan_spec(spec_path, None if fresh else out_dir / "plan.json")
-    return plan, write_plan(plan, out_dir)
+    plan, warnings = design_spec(spec_path, None if fresh else out_dir / "plan.json")
+    return plan, write_plan(plan, out_dir), warnings
 
 
 def load_plan(source: Path | None) -> Plan:

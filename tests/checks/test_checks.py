@@ -8,7 +8,6 @@ from typing import Any
 from gpunet.checks import CHECKS, Context, run_checks
 from gpunet.model.state import BondSlave, BondState, InterfaceState, NodeState, Route, SnmpCounters
 from gpunet.probe.parsers import parse_env_file
-from gpunet.render.firewall import layer3_name
 from gpunet.render.nccl import render_nccl_env
 from tests.render.rendered import example_plan
 
@@ -20,9 +19,9 @@ def healthy(**changes: Any) -> NodeState:
     """node01 exactly as planned: links up at speed and MTU, addresses, routes, bond, settings."""
     interfaces = [InterfaceState(name=i.name, operstate="up", carrier=True, mtu=i.mtu, speed_mbps=i.speed_gbps * 1000,
                                  duplex="full") for i in NODE.interfaces if i.plane != "oob"]
-    interfaces += [InterfaceState(name=layer3_name(i), operstate="up", carrier=True, mtu=i.mtu, virtual=True)
+    interfaces += [InterfaceState(name=i.layer3, operstate="up", carrier=True, mtu=i.mtu, virtual=True)
                    for i in NODE.interfaces if i.vlan and i.address]
-    addresses = {layer3_name(i): (i.address,) for i in NODE.interfaces if i.address}
+    addresses = {i.layer3: (i.address,) for i in NODE.interfaces if i.address}
     resolved = {i.hostname: (i.address.split("/")[0],) for n in PLAN.nodes for i in n.interfaces if i.hostname
                 and i.address}
     state = NodeState(

@@ -41,7 +41,7 @@ def test_every_target_has_golden_files() -> None:
                "nftables": "nftables.d/", "firewalld": "firewalld/", "sshd": "sshd_config.d/", "hosts": "etc/hosts",
                "nccl": "nccl.env", "ssh_config": "admin/ssh_config", "slurm": "slurm/", "ansible": "ansible/",
                "prometheus": "admin/prometheus/", "grafana": "admin/grafana/",
-               "clustershell": "admin/clustershell/"}
+               "clustershell": "admin/clustershell/", "ntp": "etc/chrony/conf.d/"}
     assert set(markers) == set(TARGETS)
     for example in EXAMPLES:
         for target, marker in markers.items():

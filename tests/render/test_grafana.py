@@ -112,14 +112,15 @@ def test_dashboard_covers_planes_errors_retransmissions_infiniband_roce_leaves_a
     assert any(p["type"] == "table" and "drift" in p["title"].lower() for p in board["panels"])
 
 
-def with_monitoring(plan: Plan, subnet: str) -> Plan:
-    return plan.model_copy(update={"site": plan.site.model_copy(update={"monitoring": IPv4Network(subnet)})})
+def with_monitoring(plan: Plan, subnet: str | None) -> Plan:
+    monitoring = IPv4Network(subnet) if subnet else None
+    return plan.model_copy(update={"site": plan.site.model_copy(update={"monitoring": monitoring})})
 
 
 @pytest.mark.parametrize(("subnet", "url"), [(None, "http://localhost:9090"), ("198.18.0.200/32", "http://198.18.0.200:9090"),
                                               ("198.18.0.192/28", "http://localhost:9090")])
 def test_datasource_is_the_monitoring_host_when_it_is_one_address(subnet: str | None, url: str) -> None:
-    plan = example_plan("scalable-unit") if subnet is None else with_monitoring(example_plan("scalable-unit"), subnet)
+    plan = with_monitoring(example_plan("scalable-unit"), subnet)
     provisioned = yaml.safe_load(grafana.render_datasource(plan))
     assert provisioned["apiVersion"] == 1
     assert provisioned["datasources"] == [{"name": "gpunet Prometheus", "uid": grafana.DATASOURCE_UID,

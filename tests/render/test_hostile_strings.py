@@ -34,7 +34,7 @@ from tests.render import validators as v
 NASTY = ["\n", "\r\n", "$(touch F)", "`id`", ";reboot", "-oProxyCommand=x", "%n", "é", "../../etc", " ", "\"",
          "'", "\t", "{{ x }}", "\\", "#", "\u2028", "*", "&&", "|", "<", ">", "\x00", "a b", "--"]
 # What a value reaching a file or a command may hold: one token, no quoting needed anywhere.
-PLAIN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/+-]*$")
+PLAIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.:/+-]*)?$")  # empty too (a flow of any port)
 Path_ = tuple[str | int, ...]
 
 
@@ -69,6 +69,8 @@ SPEC = yaml.safe_load(SPEC_TEXT)
 SPEC["site"]["ntp_servers"] = ["198.18.0.123", "ntp1.small.example"]
 SPEC["groups"][0]["nics"]["compute"]["hcas"] = ["mlx5_0"]  # the HCA names reach nccl.env
 SPEC["planes"]["compute"]["technology"] = "roce"
+SPEC["flows"] = [{"service": "jupyter", "protocol": "tcp", "ports": "8888-8890", "from": "@role:login",
+                  "to": "@role:gpu", "plane": "management", "why": "notebooks on the GPU nodes"}]  # declared flows too
 SPEC_PATHS = sorted(set(string_paths(SPEC)), key=str)
 BASE_PLAN = design(parse_spec(yaml.safe_dump(SPEC))[0])
 PLAN_DATA = json.loads(render_plan_json(BASE_PLAN))
@@ -101,9 +103,15 @@ def plan_mutation(draw: st.DrawFn) -> tuple[Path_, str]:
 
 
 def assert_plain(plan: Plan) -> None:
-    for path in string_paths(plan.model_dump(mode="json")):
-        value = value_at(plan.model_dump(mode="json"), path)
-        assert PLAIN.match(value), (path, value)
+    data = plan.model_dump(mode="json")
+    for path in string_paths(data):
+        value = value_at(data, path)
+        if path[-1] == "why":  # a firewall comment: words and punctuation, no quote or shell character
+            assert re.fullmatch(r"[A-Za-z0-9 ,.:;()/_+=@'-]*", value), (path, value)
+        elif path[-1] in ("from_nodes", "to_nodes"):  # a folded NodeSet of host names
+            assert re.fullmatch(r"[A-Za-z0-9,\[\]-]*", value), (path, value)
+        else:
+            assert PLAIN.match(value), (path, value)
 
 
 def read_back(plan: Plan, tmp: Path) -> None:
@@ -156,10 +164,11 @@ def test_a_hostile_spec_value_is_refused_located_or_harmless(tmp_path: Path, mut
     path, value = mutation
     text = yaml.safe_dump(replaced(SPEC, path, value), allow_unicode=True)
     try:
-        spec = parse_spec(text, "cluster.yaml")[0]
+        spec, source = parse_spec(text, "cluster.yaml")
         plan = design(spec)
-    except SpecError as exc:  # DesignError included: both exit 2
-        assert exc.problems and all(p.file == "cluster.yaml" and p.line >= 1 for p in exc.problems), exc
+    except SpecError as exc:  # DesignError included: both exit 2, located as the CLI does (api.design_spec)
+        problems = [p if p.file else source.locate(p) for p in exc.problems]
+        assert problems and all(p.file == "cluster.yaml" and p.line >= 1 for p in problems), exc
         event("refused")
         return
     event("accepted, read back")
@@ -185,6 +194,7 @@ def test_every_field_is_drawn_from() -> None:
     """The strategies reach every string field: the spec's and each kind of the plan's."""
     assert len(SPEC_PATHS) >= 30 and len(PLAN_PATHS) >= 60
     assert ("site", "domain") in SPEC_PATHS and ("groups", 0, "nics", "compute", "hcas", 0) in SPEC_PATHS
+    assert ("flows", 0, "from") in SPEC_PATHS and ("site", "scheduler", "controller") in SPEC_PATHS
     assert ("nodes", 0, "interfaces", 0, "hostname") in PLAN_PATHS and ("switches", 0, "name") in PLAN_PATHS
 
 

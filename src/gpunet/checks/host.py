@@ -7,10 +7,7 @@ from ipaddress import IPv4Address, IPv4Network
 
 from gpunet.checks.base import Context, FunctionCheck, Outcome, Verdict
 from gpunet.checks.links import NO_PLAN
-from gpunet.probe.parsers import parse_env_file
-from gpunet.render.common import fastest_tcp_gbps
-from gpunet.render.nccl import render_nccl_env
-from gpunet.render.sysctl import tcp_buffer_max
+from gpunet.model.tuning import fastest_tcp_gbps, nccl_settings, tcp_buffer_max
 
 ERROR_COUNTERS = ("rx_errors", "tx_errors", "rx_dropped", "tx_dropped", "rx_crc_errors", "rx_missed_errors")
 RETRANS_WARN, RETRANS_FAIL = 0.001, 0.01  # retransmitted / sent segments
@@ -143,7 +140,7 @@ def ib_counters(ctx: Context) -> list[Outcome]:
 def nccl(ctx: Context) -> list[Outcome]:
     if ctx.node is None or ctx.plan is None:
         return [NO_PLAN]
-    wanted = parse_env_file(render_nccl_env(ctx.plan, ctx.node))
+    wanted = {s.name: s.value for s in nccl_settings(ctx.plan, ctx.node)}
     if not wanted:
         return [Outcome("skip", evidence="the plan sets no NCCL variable for this node")]
     have = ctx.state.nccl_env

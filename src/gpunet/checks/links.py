@@ -6,7 +6,6 @@ from ipaddress import IPv4Interface
 
 from gpunet.checks.base import Context, FunctionCheck, Outcome, Verdict
 from gpunet.model.state import InterfaceState
-from gpunet.render.firewall import layer3_name
 
 NO_PLAN = Outcome("skip", evidence="no plan given (--plan), nothing to compare with")
 
@@ -56,7 +55,7 @@ def mtu(ctx: Context) -> list[Outcome]:
         return [NO_PLAN]
     live, result = _live(ctx), []
     for iface in ctx.planned():
-        state = live.get(layer3_name(iface)) or live.get(iface.name)
+        state = live.get(iface.layer3) or live.get(iface.name)
         if state is None:
             continue  # reported by GN-LINK-01 / GN-ADDR-01
         verdict: Verdict = "pass" if state.mtu == iface.mtu else "fail"
@@ -69,7 +68,7 @@ def address(ctx: Context) -> list[Outcome]:
         return [NO_PLAN]
     result = []
     for iface in (i for i in ctx.planned() if i.address):
-        dev = layer3_name(iface)
+        dev = iface.layer3
         have = ctx.state.addresses.get(dev, ())
         wanted = IPv4Interface(iface.address)
         same_ip = [a for a in have if IPv4Interface(a).ip == wanted.ip] if have else []
@@ -87,7 +86,7 @@ def default_route(ctx: Context) -> list[Outcome]:
     """Only management routes out: a default route on a data plane sends traffic astray."""
     if ctx.node is None:
         return [NO_PLAN]
-    data = {layer3_name(i): i.plane for i in ctx.planned() if i.plane != "management" and i.address}
+    data = {i.layer3: i.plane for i in ctx.planned() if i.plane != "management" and i.address}
     wrong = [r for r in ctx.state.routes if r.dst == "default" and r.table == "main" and r.dev in data]
     if wrong:
         return [Outcome("fail", r.dev or "", f"default via {r.gateway} dev {r.dev}", "no default route on "
@@ -102,7 +101,7 @@ def gateway(ctx: Context) -> list[Outcome]:
     iface = next((i for i in ctx.planned() if i.plane == "management" and i.address), None)
     if mgmt is None or iface is None or mgmt.gateway is None:
         return [Outcome("skip", evidence="the plan gives no management gateway")]
-    dev = layer3_name(iface)
+    dev = iface.layer3
     defaults = [r for r in ctx.state.routes if r.dst == "default" and r.table == "main"]
     if any(r.gateway == mgmt.gateway and r.dev == dev for r in defaults):
         return [Outcome("pass", dev, f"default via {mgmt.gateway}")]

@@ -8,12 +8,14 @@ from typing import Annotated
 
 import typer
 from rich import box
+from rich.markup import escape
 from rich.table import Table
 
 from gpunet import __version__, api
 from gpunet.cli import bench, doctor, exporter, fleet, lab
-from gpunet.cli.console import stderr, stdout
+from gpunet.cli.console import cell, stderr, stdout
 from gpunet.cli.errors import EXIT_BAD_INPUT, handles_errors
+from gpunet.errors import SpecProblem
 from gpunet.model.plan import Plan
 from gpunet.render import TARGETS
 from gpunet.render.plan_files import summary
@@ -50,11 +52,18 @@ def main(
 @handles_errors
 def validate(spec: SpecArg, as_json: JsonFlag = False) -> None:
     """Check a spec: exit 0, or exit 2 with file:line:col: message (hint) per problem."""
-    plan = api.validate_spec(spec)
+    plan, warnings = api.validate_spec(spec)
     if as_json:
-        print(json.dumps({"valid": True, "file": str(spec), "nodes": len(plan.nodes)}))
-    else:
-        stdout.print(f"[green]ok[/green] {spec}: {len(plan.nodes)} nodes, {len(plan.planes)} planes")
+        print(json.dumps({"valid": True, "file": str(spec), "nodes": len(plan.nodes),
+                          "warnings": [str(w) for w in warnings]}))
+        return
+    _warn(warnings)
+    stdout.print(f"[green]ok[/green] {cell(str(spec))}: {len(plan.nodes)} nodes, {len(plan.planes)} planes")
+
+
+def _warn(warnings: list[SpecProblem]) -> None:
+    for warning in warnings:
+        stderr.print(f"[yellow]warning[/yellow] {escape(str(warning))}", highlight=False)
 
 
 @app.command()
@@ -70,10 +79,12 @@ def plan(
 ) -> None:
     """Design the fabric, addresses, cabling and bill of materials; write them to OUT."""
     with stderr.status("designing the plan…", spinner="dots"):
-        result, changed = api.plan_into(spec, out, fresh=fresh)
+        result, changed, warnings = api.plan_into(spec, out, fresh=fresh)
     if as_json:
-        print(json.dumps(summary(result) | {"out": str(out), "changed": changed}, indent=1))
+        print(json.dumps(summary(result) | {"out": str(out), "changed": changed,
+                                            "warnings": [str(w) for w in warnings]}, indent=1))
         return
+    _warn(warnings)
     _print_plan(result)
     stdout.print(f"wrote {len(changed)} changed file(s) to {out}/: {', '.join(changed) or 'none'}")
 

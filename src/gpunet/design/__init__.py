@@ -21,6 +21,7 @@ from gpunet.design.fabric import (
     kept_basis,
     resolve_style,
 )
+from gpunet.design.flows import derive_flows
 from gpunet.design.stability import check_stable
 from gpunet.errors import DesignError, SpecProblem
 from gpunet.model.base import bulk_objects
@@ -64,7 +65,7 @@ def _design(spec: Spec, previous: Plan | None) -> Plan:
     switches = [s for f in fabrics.values() for s in f.switches]
     links = [c for f in fabrics.values() for c in f.links]
     plan = Plan(
-        gpunet_version=__version__, site=spec.site, nodes=nodes,
+        gpunet_version=__version__, site=spec.site, nodes=nodes, flows=tuple(derive_flows(spec, nodes)),
         planes=tuple(_plane(spec, name, fabrics[name], bases[name]) for name in spec.planes),
         switches=tuple(switches), links=tuple(links),
         capacity=tuple(_capacity(spec, name, fabrics[name]) for name in spec.planes),

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from functools import cached_property
-from ipaddress import IPv4Address, IPv4Network
+from ipaddress import IPv4Address, IPv4Network, collapse_addresses
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from gpunet.model.base import Frozen
+from gpunet.model.flows import Flow
+from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.spec import (
     BondSpec,
     FabricSpec,
@@ -55,6 +57,11 @@ class Interface(Frozen):
     members: tuple[Device, ...] = ()
     master: Device | None = None  # set on bond members
     cabled: bool = True  # a bond is logical: its members carry the cables
+
+    @property
+    def layer3(self) -> str:
+        """The device that holds the address: the VLAN device (bond0.20) where the plane is tagged."""
+        return f"{self.name}.{self.vlan}" if self.vlan else self.name
 
 
 class Node(Frozen):
@@ -161,6 +168,7 @@ class Plan(Frozen):
     links: tuple[Link, ...]
     capacity: tuple[PlaneCapacity, ...]
     bom: tuple[BomLine, ...] = Field(default=())
+    flows: tuple[Flow, ...] = Field(default=())  # the traffic the cluster needs (model/flows.py)
 
     @model_validator(mode="after")
     def _consistent(self) -> Plan:
@@ -179,17 +187,45 @@ class Plan(Frozen):
     def node(self, name: str | None) -> Node | None:
         return self.nodes_by_name.get(name) if name is not None else None
 
+    @cached_property
+    def inbound_flows(self) -> dict[str, list[Flow]]:
+        """node -> the flows it must accept (each folded NodeSet parsed once for all nodes)."""
+        result: dict[str, list[Flow]] = {n.name: [] for n in self.nodes}
+        for flow in self.flows:
+            for name in parse_nodeset(flow.to_nodes) if flow.to_nodes else ():
+                result[name].append(flow)
+        return result
+
+    @cached_property
+    def flow_sources(self) -> dict[int, tuple[str, ...]]:
+        """Flow position -> where it comes from as networks: its subnets, and its nodes' addresses on
+        its plane collapsed (12 500 management addresses are a few prefixes); ("0.0.0.0/0",) from anywhere."""
+        return {i: _sources(self, flow) for i, flow in enumerate(self.flows)}
+
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Plan:
-        """A copy re-derives the node index: one carried over would name the original's nodes."""
+        """A copy re-derives its indexes: one carried over would name the original's nodes."""
         copied = super().model_copy(update=update, deep=deep)
-        copied.__dict__.pop("nodes_by_name", None)
+        for cached in ("nodes_by_name", "inbound_flows", "flow_sources"):
+            copied.__dict__.pop(cached, None)
         return copied
+
+
+def _sources(plan: Plan, flow: Flow) -> tuple[str, ...]:
+    if flow.from_anywhere:
+        return ("0.0.0.0/0",)
+    names = parse_nodeset(flow.from_nodes) if flow.from_nodes else ()
+    hosts = [IPv4Address(i.address.split("/")[0]) for n in names if (node := plan.node(n))
+             for i in node.interfaces if i.plane == flow.plane and i.address]
+    networks = [IPv4Network(s) for s in flow.from_subnets]
+    hosts = [h for h in hosts if not any(h in net for net in networks)]  # inside a listed subnet already
+    return tuple(str(n) for n in collapse_addresses([*networks, *(IPv4Network(h) for h in hosts)]))
 
 
 def _cross_reference_problems(plan: Plan) -> Iterator[str]:
     yield from _name_problems(plan)
     yield from _link_problems(plan)
     yield from _address_problems(plan)
+    yield from _flow_problems(plan)
 
 
 def _name_problems(plan: Plan) -> Iterator[str]:
@@ -219,6 +255,15 @@ def _link_problems(plan: Plan) -> Iterator[str]:
                     yield f"cable end {end.device}:{end.port} is not a port of that switch"
             elif (end.device, end.port) not in ports:
                 yield f"cable end {end.device}:{end.port} is not an interface of a node or a switch of the plan"
+
+
+def _flow_problems(plan: Plan) -> Iterator[str]:
+    planes = {p.name for p in plan.planes}
+    for flow in plan.flows:
+        unknown = [n for text in (flow.from_nodes, flow.to_nodes) if text for n in parse_nodeset(text)
+                   if n not in plan.nodes_by_name]
+        if unknown or flow.plane not in planes:
+            yield f"flow {flow.service}: names {unknown[0] if unknown else 'plane ' + flow.plane}, not in the plan"
 
 
 def _address_problems(plan: Plan) -> Iterator[str]:

@@ -6,20 +6,25 @@ import re
 from ipaddress import IPv4Address
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, model_validator
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_validator
 
 from gpunet.model.base import Frozen
 from gpunet.model.nodeset import NodeSetError, parse_nodeset
 from gpunet.model.types import (
+    EPHEMERAL_PORTS,
+    SRUN_PORTS,
     AnyAddressText,
     Device,
     DomainName,
     HcaName,
+    Hostname,
     HostOrAddress,
     ModelName,
     Name,
+    PortsText,
     Subnet,
     Subnet6,
+    Why,
 )
 from gpunet.model.units import INFINIBAND_SPEEDS_GBPS, speed_gbps, speed_name
 
@@ -86,6 +91,30 @@ NodeSetText = Annotated[str, AfterValidator(_check_nodeset)]
 Ratio = Annotated[float, BeforeValidator(_ratio), Field(ge=1.0, le=64.0, allow_inf_nan=False)]
 
 
+class SchedulerSpec(Frozen):
+    """Slurm: the controller node and the ports the firewall opens for it (rendered into slurm.conf)."""
+
+    controller: Hostname  # a node of the plan running slurmctld
+    slurmctld_port: int = Field(6817, ge=1, le=65535)
+    slurmd_port: int = Field(6818, ge=1, le=65535)
+    srun_ports: PortsText = SRUN_PORTS  # SrunPortRange: srun's listening ports, pinned so the firewall can be tight
+
+
+class FlowSpec(Frozen):
+    """A site-specific flow: `from` and `to` are @role:NAME, @group:NAME, a NodeSet of the plan's
+    nodes, or (for `from`) a subnet."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    service: Name
+    protocol: Literal["tcp", "udp"] = "tcp"
+    ports: PortsText
+    source: str = Field(alias="from", min_length=1, max_length=4096)
+    to: str = Field(min_length=1, max_length=4096)
+    plane: PlaneName = "management"
+    why: Why = ""
+
+
 class SiteSpec(Frozen):
     name: Name
     domain: DomainName = "cluster.local"
@@ -94,6 +123,9 @@ class SiteSpec(Frozen):
     bastion: DomainName | None = None  # a node of the plan (login01) or a host outside it
     admin_subnet: Subnet | None = None  # where admins SSH from (management firewall)
     monitoring: Subnet | None = None  # Prometheus server(s), allowed to scrape exporters
+    scheduler: SchedulerSpec | None = None
+    # ip_local_port_range of every node: the ports NCCL, MPI and PMIx bootstrap listen on
+    ephemeral_ports: PortsText = EPHEMERAL_PORTS
 
 
 class SwitchModel(Frozen):
@@ -183,6 +215,7 @@ class Spec(Frozen):
     site: SiteSpec
     planes: dict[PlaneName, PlaneSpec]
     groups: tuple[NodeGroup, ...] = Field(min_length=1)
+    flows: tuple[FlowSpec, ...] = ()
 
 
 def plane_mtu(name: str, plane: PlaneSpec) -> int:

@@ -10,6 +10,7 @@ where it enters, with a message naming the rule."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from ipaddress import (
     IPv4Address,
     IPv4Interface,
@@ -154,3 +155,45 @@ AddressText = Annotated[str, BeforeValidator(_no_zone), AfterValidator(_as_addre
 AnyAddressText = Annotated[str, AfterValidator(_as_any_address)]  # DNS servers, IPv4 or IPv6
 InterfaceText = Annotated[str, BeforeValidator(_no_zone), AfterValidator(_as_interface)]
 Interface6Text = Annotated[str, BeforeValidator(_no_zone), AfterValidator(_as_interface6)]
+
+
+# A one-line reason, shown in firewall comments (nft's double quotes, XML comments): no quote,
+# backslash or shell character.
+WHY_PATTERN = r"^[A-Za-z0-9 ,.:;()/_+=@'-]{0,200}$"
+Why = Annotated[str, StringConstraints(pattern=WHY_PATTERN)]
+PORTS = re.compile(r"(\d{1,5})(?:-(\d{1,5}))?")
+EPHEMERAL_PORTS = "32768-59999"  # ip_local_port_range on every node: below Slurm's srun range
+SRUN_PORTS = "60001-63000"  # Slurm's documented SrunPortRange
+
+
+@dataclass(frozen=True)
+class PortRange:
+    low: int
+    high: int
+
+    def __str__(self) -> str:
+        return str(self.low) if self.low == self.high else f"{self.low}-{self.high}"
+
+    def overlaps(self, other: PortRange) -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+
+def port_range(text: str) -> PortRange | None:
+    """'22' -> 22-22; '60001-63000'; '' -> None (any port). ValueError for what is not a range."""
+    if text == "":
+        return None
+    match = PORTS.fullmatch(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a port or a port range (22, 60001-63000)")
+    low, high = int(match[1]), int(match[2] or match[1])
+    if not 1 <= low <= high <= 65535:
+        raise ValueError(f"{text!r}: ports run from 1 to 65535, the low one first")
+    return PortRange(low, high)
+
+
+def _check_ports(text: str) -> str:
+    port_range(text)
+    return text
+
+
+PortsText = Annotated[str, AfterValidator(_check_ports)]  # "22", "60001-63000"; "" for any port

@@ -9,12 +9,12 @@ from pathlib import Path
 from prometheus_client.registry import CollectorRegistry
 
 from gpunet.errors import UsageError
+from gpunet.model.flows import GPUNET_EXPORTER_PORT
 from gpunet.model.plan import Node, Plan
 from gpunet.monitor.collectors import NodeView
 from gpunet.monitor.exporter import DEFAULT_TIMEOUT_S, GpunetCollector, node_collectors
 from gpunet.monitor.peers import PeerProber, ping_probes, system_ping
 from gpunet.probe.node import read_addresses
-from gpunet.render.common import GPUNET_EXPORTER_PORT
 
 UNPLANNED_LISTEN = "127.0.0.1"  # without a Plan there is no management address to prefer: stay local
 

@@ -10,7 +10,6 @@ from gpunet.model.plan import Interface
 from gpunet.model.state import InterfaceState
 from gpunet.monitor.collectors import BITS_PER_BYTE, NodeView
 from gpunet.probe.sysfs import read_interfaces
-from gpunet.render.firewall import layer3_name
 
 DRIFT_KINDS = ("link", "mtu", "speed", "address")
 
@@ -45,7 +44,7 @@ def interface_drift(planned: Interface, observed: dict[str, InterfaceState],
     address on the layer-3 device (bond0.20 for a VLAN; GN-MTU-01, GN-ADDR-01). A missing NIC
     drifts on `link` only: one cause, one alert."""
     seen = observed.get(planned.name)
-    layer3 = observed.get(layer3_name(planned)) or seen
+    layer3 = observed.get(planned.layer3) or seen
     result: dict[str, bool] = {}
     if planned.cabled:
         result["link"] = seen is None or seen.operstate != "up" or not seen.carrier
@@ -54,5 +53,5 @@ def interface_drift(planned: Interface, observed: dict[str, InterfaceState],
     if layer3 is not None:
         result["mtu"] = layer3.mtu != planned.mtu
     if planned.address and (layer3 is not None or not planned.cabled):
-        result["address"] = planned.address not in addresses.get(layer3_name(planned), ())
+        result["address"] = planned.address not in addresses.get(planned.layer3, ())
     return result

@@ -16,6 +16,7 @@ from gpunet.render import (
     nccl,
     netplan,
     networkmanager,
+    ntp,
     prometheus,
     slurm,
     ssh,
@@ -47,6 +48,10 @@ def _hosts(plan: Plan, node: Node) -> dict[str, str]:
     return {hosts.PATH: hosts.render_hosts(plan, node)}
 
 
+def _ntp(plan: Plan, node: Node) -> dict[str, str]:
+    return {ntp.PATH: ntp.render_chrony(plan, node)}
+
+
 def _nccl(plan: Plan, node: Node) -> dict[str, str]:
     return {nccl.PATH: nccl.render_nccl_env(plan, node)}
 
@@ -56,7 +61,8 @@ def _ssh_config(plan: Plan) -> dict[str, str]:
 
 
 def _slurm(plan: Plan) -> dict[str, str]:
-    return {slurm.TOPOLOGY_PATH: slurm.render_topology_conf(plan)}
+    network = slurm.render_network_conf(plan)
+    return {slurm.TOPOLOGY_PATH: slurm.render_topology_conf(plan)} | ({slurm.NETWORK_PATH: network} if network else {})
 
 
 def _ansible(plan: Plan) -> dict[str, str]:
@@ -77,6 +83,7 @@ NODE_RENDERERS: dict[str, NodeRenderer] = {
     "sshd": _sshd,
     "hosts": _hosts,
     "nccl": _nccl,
+    "ntp": _ntp,
 }
 ADMIN_RENDERERS: dict[str, AdminRenderer] = {
     "ssh_config": _ssh_config,
@@ -87,7 +94,7 @@ ADMIN_RENDERERS: dict[str, AdminRenderer] = {
     "grafana": grafana.render_grafana,
 }
 TARGETS = (*NODE_RENDERERS, *ADMIN_RENDERERS)
-SAME_ON_EVERY_NODE = {"hosts"}
+SAME_ON_EVERY_NODE = {"hosts", "ntp"}
 SECRET_MODES = {"etc/netplan/": 0o600, "etc/NetworkManager/": 0o600}  # both refuse world-readable files
 
 

@@ -21,6 +21,7 @@ FILES = (
     ("etc/ssh/sshd_config.d/50-gpunet.conf", "/etc/ssh/sshd_config.d/50-gpunet.conf", "0644", "sshd reload", ""),
     ("etc/hosts", "/etc/hosts", "0644", "", ""),
     ("etc/gpunet/nccl.env", "/etc/gpunet/nccl.env", "0644", "", ""),
+    ("etc/chrony/conf.d/gpunet.conf", "/etc/chrony/conf.d/gpunet.conf", "0644", "chrony restart", ""),
 )
 # Whole directories for RHEL-family hosts: NetworkManager keyfiles and firewalld zones.
 DIRECTORIES = (
@@ -35,6 +36,7 @@ HANDLERS = (
     ("sshd reload", "sshd -t && (systemctl reload ssh || systemctl reload sshd)"),
     ("NetworkManager reload", "nmcli connection reload && nmcli networking on"),
     ("firewalld reload", "firewall-cmd --reload"),
+    ("chrony restart", "systemctl restart chrony || systemctl restart chronyd"),
 )
 
 
@@ -67,7 +69,8 @@ def render_playbook(plan: Plan) -> str:
         "max_fail_percentage": 0,
         "tasks": [{"name": "Directories", "ansible.builtin.file": {"path": "{{ item }}", "state": "directory",
                                                                       "mode": "0755"},
-                   "loop": ["/etc/nftables.d", "/etc/gpunet", "/etc/ssh/sshd_config.d"]}, *tasks],
+                   "loop": ["/etc/nftables.d", "/etc/gpunet", "/etc/ssh/sshd_config.d", "/etc/chrony/conf.d"]},
+                  *tasks],
         "handlers": [{"name": name, "ansible.builtin.shell": command} for name, command in HANDLERS],
     }
     return header("Ansible playbook; run: ansible-playbook -i inventory.yml site.yml") + \

@@ -10,10 +10,7 @@ import yaml
 
 from gpunet.model.plan import Interface, Node, Plan, Plane
 
-GPUNET_EXPORTER_PORT = 9842  # gpunet's own exporter (monitor/); node_exporter keeps 9100
-NODE_EXPORTER_PORT = 9100
 # Storage protocols a storage plane carries: NFS (+portmapper), NFS over RDMA, Lustre LNet.
-STORAGE_PORTS = {"tcp": (111, 2049, 20049, 988), "udp": (111, 2049)}
 ROUTE_TABLE_BASE = 100  # per-NIC routing tables: 100 + rail/NIC index
 HOST_PLANES = ("management", "compute", "storage")  # oob addresses belong to the BMC, not the OS
 
@@ -63,9 +60,3 @@ def network(iface: Interface) -> str:
 def ip_only(iface: Interface) -> str:
     assert iface.address is not None
     return iface.address.split("/")[0]
-
-
-def fastest_tcp_gbps(node: Node) -> int:
-    """Bandwidth of the node's fastest IP interface (RDMA does not go through TCP buffers)."""
-    speeds = [i.speed_gbps for i in addressed(node)]
-    return max(speeds, default=1)

@@ -1,31 +1,32 @@
-"""Inbound policy per node and role, as one model rendered two ways: an nftables ruleset and
-firewalld zones. Management: SSH from the admin range (and bastion), ICMP, exporters from the
-monitoring host, drop the rest. Data planes: their own subnet (NCCL and MPI use ephemeral
-ports). Storage plane: the storage protocol ports on storage servers."""
+"""Inbound policy per node, from the Plan's flows (model/flows.py): every flow the node must accept,
+on the interfaces of the flow's plane, from the flow's sources; everything else is dropped. One
+model rendered two ways: an nftables ruleset and firewalld zones."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
-from ipaddress import IPv4Interface
 
-from gpunet.model.plan import Interface, Node, Plan
-from gpunet.render.common import GPUNET_EXPORTER_PORT, NODE_EXPORTER_PORT, STORAGE_PORTS, addressed, header
+from gpunet.model.plan import Node, Plan
+from gpunet.model.types import PortRange
+from gpunet.render.common import addressed, header
 from gpunet.render.quote import token, xml_attribute
 
 NFT_PATH = "etc/nftables.d/gpunet.nft"
 ZONES_DIR = "etc/firewalld/zones"
+NFT_COMMENT_MAX = 127  # nftables refuses comments over 128 bytes
 
 
 @dataclass(frozen=True)
 class Allow:
-    """Accept traffic arriving on `interfaces` from `sources` (optionally only some ports)."""
+    """Accept `protocol` (tcp, udp, or any) to `ports` (None: any) arriving on `interfaces` from `sources`."""
 
+    service: str
     why: str
     interfaces: tuple[str, ...]
     sources: tuple[str, ...]
-    tcp: tuple[int, ...] = ()
-    udp: tuple[int, ...] = ()
-    any_port: bool = False
+    protocol: str
+    ports: PortRange | None = None
 
 
 @dataclass
@@ -34,46 +35,17 @@ class Policy:
     allows: list[Allow] = field(default_factory=list)
 
 
-def layer3_name(iface: Interface) -> str:
-    return f"{iface.name}.{iface.vlan}" if iface.vlan else iface.name
-
-
 def policy(plan: Plan, node: Node) -> Policy:
     result = Policy()
     for iface in addressed(node):
-        result.zone_interfaces.setdefault(iface.plane, []).append(layer3_name(iface))
-    for plane, names in result.zone_interfaces.items():
-        subnet = str(IPv4Interface(next(i.address for i in addressed(node) if i.plane == plane)).network)
-        result.allows += _plane_allows(plan, node, plane, tuple(names), subnet)
+        result.zone_interfaces.setdefault(iface.plane, []).append(iface.layer3)
+    positions = {id(flow): i for i, flow in enumerate(plan.flows)}
+    for flow in plan.inbound_flows.get(node.name, []):
+        names = result.zone_interfaces.get(flow.plane)
+        if names:
+            result.allows.append(Allow(flow.service, flow.why, tuple(names),
+                                       plan.flow_sources[positions[id(flow)]], flow.protocol, flow.port_range))
     return result
-
-
-def _plane_allows(plan: Plan, node: Node, plane: str, names: tuple[str, ...], subnet: str) -> list[Allow]:
-    if plane == "management":
-        allows = [Allow("SSH from the admin range and the bastion", names, ssh_sources(plan, node, subnet), tcp=(22,))]
-        if plan.site.monitoring is not None:
-            allows.append(Allow("exporters, scraped by the monitoring host", names, (str(plan.site.monitoring),),
-                                tcp=(NODE_EXPORTER_PORT, GPUNET_EXPORTER_PORT)))
-        return allows
-    if plane == "storage":
-        if node.role != "storage":
-            return []  # storage clients only need replies, which the established rule accepts
-        return [Allow("storage protocols (NFS, NFS/RDMA, Lustre) from the storage plane", names, (subnet,),
-                      tcp=STORAGE_PORTS["tcp"], udp=STORAGE_PORTS["udp"])]
-    return [Allow(f"{plane} plane peers: NCCL and MPI use ephemeral ports", names, (subnet,), any_port=True)]
-
-
-def ssh_sources(plan: Plan, node: Node, subnet: str) -> tuple[str, ...]:
-    """The admin range and the bastion's management address; login nodes take SSH from anywhere
-    (they are the way in); with neither set, the management subnet itself."""
-    if node.role == "login" or node.name == plan.site.bastion:
-        return ("0.0.0.0/0",)
-    sources = [str(plan.site.admin_subnet)] if plan.site.admin_subnet else []
-    bastion = plan.node(plan.site.bastion)
-    if bastion is not None:
-        sources += [f"{i.address.split('/')[0]}/32" for i in bastion.interfaces
-                    if i.plane == "management" and i.address]
-    return tuple(sources) or (subnet,)
 
 
 def render_nftables(plan: Plan, node: Node) -> str:
@@ -86,8 +58,8 @@ def render_nftables(plan: Plan, node: Node) -> str:
         "\t\tct state invalid drop", '\t\tiif "lo" accept',
         "\t\tmeta l4proto { icmp, ipv6-icmp } accept comment \"ping, and PMTU discovery must work\"",
     ]
-    for allow in policy(plan, node).allows:
-        lines += [f"\t\t{rule} comment \"{allow.why}\"" for rule in _nft_rules(allow)]
+    for rule, why in _nft_rules(policy(plan, node).allows):
+        lines.append(f"\t\t{rule} comment \"{why}\"")
     lines += ['\t\tlimit rate 5/minute burst 10 packets log prefix "gpunet drop: " level info', "\t}", "}"]
     return "\n".join(lines) + "\n"
 
@@ -96,13 +68,30 @@ def _nft_set(values: tuple[object, ...]) -> str:
     return str(values[0]) if len(values) == 1 else "{ " + ", ".join(str(v) for v in values) + " }"
 
 
-def _nft_rules(allow: Allow) -> list[str]:
-    iif = "iifname " + _nft_set(tuple(f'"{token(i, "interface")}"' for i in allow.interfaces))
-    src = "" if allow.sources == ("0.0.0.0/0",) else f"ip saddr {_nft_set(allow.sources)} "
-    if allow.any_port:
-        return [f"{iif} {src}accept"]
-    rules = [f"{iif} {src}tcp dport {_nft_set(allow.tcp)} accept"] if allow.tcp else []
-    return rules + ([f"{iif} {src}udp dport {_nft_set(allow.udp)} accept"] if allow.udp else [])
+def _nft_rules(allows: list[Allow]) -> list[tuple[str, str]]:
+    """(rule, comment) per group of allows that differ only in their ports: storage's six services
+    from one set of clients are one rule with a port set."""
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...], str], list[Allow]] = defaultdict(list)
+    for allow in allows:
+        groups[allow.interfaces, allow.sources, allow.protocol].append(allow)
+    rules = []
+    for (interfaces, sources, protocol), members in groups.items():
+        iif = "iifname " + _nft_set(tuple(f'"{token(i, "interface")}"' for i in interfaces))
+        src = "" if sources == ("0.0.0.0/0",) else f"ip saddr {_nft_set(sources)} "
+        match = "" if protocol == "any" else f"{protocol} dport {_nft_set(_ports(members))} "
+        rules.append((f"{iif} {src}{match}accept", comment(members)))
+    return rules
+
+
+def _ports(allows: list[Allow]) -> tuple[str, ...]:
+    spans = sorted({a.ports for a in allows if a.ports is not None}, key=lambda span: span.low)
+    return tuple(str(span) for span in spans)
+
+
+def comment(allows: list[Allow]) -> str:
+    """`services: why`, within nftables' 128-byte comment limit."""
+    text = f"{', '.join(dict.fromkeys(a.service for a in allows))}: {'; '.join(dict.fromkeys(a.why for a in allows))}"
+    return text if len(text) <= NFT_COMMENT_MAX else text[:NFT_COMMENT_MAX - 3] + "..."
 
 
 def render_firewalld_zones(plan: Plan, node: Node) -> dict[str, str]:
@@ -124,14 +113,12 @@ def _zone(plane: str, interfaces: list[str], allows: list[Allow]) -> str:
     # accepted by firewalld's own conntrack rules.
     body += ['  <rule><icmp-type name="echo-request"/><accept/></rule>']
     for allow in allows:
-        body += [f"  <!-- {allow.why} -->"] + [_rich_rule(src, allow) for src in allow.sources]
+        note = comment([allow]).replace("--", "- -")  # '--' may not appear inside an XML comment
+        body += [f"  <!-- {note} -->"] + [_rich_rule(src, allow) for src in allow.sources]
     return '<?xml version="1.0" encoding="utf-8"?>\n<zone target="DROP">\n' + "\n".join(body) + "\n</zone>\n"
 
 
 def _rich_rule(source: str, allow: Allow) -> str:
     src = "" if source == "0.0.0.0/0" else f"<source address={xml_attribute(source)}/>"
-    if allow.any_port:
-        return f'  <rule family="ipv4">{src}<accept/></rule>'
-    ports = [f'<port port="{p}" protocol="tcp"/>' for p in allow.tcp] + [
-        f'<port port="{p}" protocol="udp"/>' for p in allow.udp]
-    return "\n".join(f'  <rule family="ipv4">{src}{port}<accept/></rule>' for port in ports)
+    port = "" if allow.protocol == "any" else f'<port port="{allow.ports}" protocol="{allow.protocol}"/>'
+    return f'  <rule family="ipv4">{src}{port}<accept/></rule>'

@@ -14,8 +14,9 @@ from typing import Any
 
 import yaml
 
+from gpunet.model.flows import GPUNET_EXPORTER_PORT, NODE_EXPORTER_PORT
 from gpunet.model.plan import Node, Plan
-from gpunet.render.common import GPUNET_EXPORTER_PORT, NODE_EXPORTER_PORT, header
+from gpunet.render.common import header
 
 CONFIG_PATH = "prometheus/prometheus.yml"
 RULES_FILE = "rules/gpunet-alerts.yml"

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from gpunet.model.nodeset import fold
+from gpunet.model.nodeset import fold, parse_nodeset
 from gpunet.model.plan import Plan, Switch
 from gpunet.render.common import header
 
 TOPOLOGY_PATH = "slurm/topology.conf"
+NETWORK_PATH = "slurm/gpunet-network.conf"  # `Include /etc/slurm/gpunet-network.conf` in slurm.conf
+SLURM_KEYS = {"slurmctld": "SlurmctldPort", "slurmd": "SlurmdPort", "srun": "SrunPortRange"}
 
 
 def _fabric_plane(plan: Plan) -> str:
@@ -38,6 +40,22 @@ def render_topology_conf(plan: Plan) -> str:
         top_children = list(leaf_nodes)
     if len(top_children) > 1:
         lines.append(f"SwitchName={plane[:4]}-top Switches={fold(top_children)}")
+    return "\n".join(lines) + "\n"
+
+
+def render_network_conf(plan: Plan) -> str | None:
+    """The controller and the ports of the Plan's Slurm flows, for slurm.conf: the same numbers the
+    firewall opens (None when the spec names no scheduler)."""
+    flows = {f.service: f for f in plan.flows if f.service in SLURM_KEYS}
+    if "slurmctld" not in flows:
+        return None
+    controller = plan.node(next(iter(parse_nodeset(flows["slurmctld"].to_nodes))))
+    assert controller is not None and controller.management_ip is not None
+    lines = [header("Slurm network settings").rstrip(),
+             "# Include it from slurm.conf (Include /etc/slurm/gpunet-network.conf): the node firewalls",
+             "# open exactly these ports (the flows slurmctld, slurmd and srun of the plan).",
+             f"SlurmctldHost={controller.name}({controller.management_ip})"]
+    lines += [f"{SLURM_KEYS[service]}={flow.ports}" for service, flow in flows.items()]
     return "\n".join(lines) + "\n"
 
 

@@ -4,23 +4,12 @@ the ARP / reverse-path settings hosts with several NICs on one subnet need."""
 from __future__ import annotations
 
 from gpunet.model.plan import Node, Plan
-from gpunet.render.common import fastest_tcp_gbps, header
+from gpunet.model.tuning import PLANNING_RTT_S, fastest_tcp_gbps, tcp_buffer_max
+from gpunet.model.types import port_range
+from gpunet.render.common import header
 
 NET_PATH = "etc/sysctl.d/90-gpunet-net.conf"  # per network namespace keys
 HOST_PATH = "etc/sysctl.d/91-gpunet-host.conf"  # keys that exist only in the host's namespace
-# Round-trip time the buffers are sized for: a 5-hop fat tree under load plus host stack jitter.
-# In-cluster RTTs are 10-100 us idle; queues at line rate push them towards a millisecond.
-PLANNING_RTT_S = 0.001
-LINUX_DEFAULT_MAX = 6 * 1024 * 1024  # tcp_rmem max since 4.x: never go below it
-
-
-def tcp_buffer_max(gbps: int, rtt_s: float = PLANNING_RTT_S) -> int:
-    """2 x BDP (the kernel gives up to half a buffer to overhead), as a power of two."""
-    bdp = gbps * 1e9 / 8 * rtt_s
-    wanted = max(int(2 * bdp), LINUX_DEFAULT_MAX)
-    return 1 << (wanted - 1).bit_length()
-
-
 def render_sysctl_net(plan: Plan, node: Node) -> str:
     gbps = fastest_tcp_gbps(node)
     top = tcp_buffer_max(gbps)
@@ -40,6 +29,9 @@ net.ipv4.tcp_mtu_probing = 1
 net.ipv4.tcp_congestion_control = bbr
 # Do not reuse a previous connection's slow-start threshold for a new one.
 net.ipv4.tcp_no_metrics_save = 1
+# Ports a connection's own end takes (and NCCL, MPI and PMIx listen on): the job-bootstrap flow
+# the firewall opens, kept below Slurm's SrunPortRange so the two never collide.
+net.ipv4.ip_local_port_range = {_ports(plan)}
 # Accept backlog for many peers connecting at once (NCCL bootstrap, MPI wire-up).
 net.core.somaxconn = 8192
 net.ipv4.tcp_max_syn_backlog = 8192
@@ -51,6 +43,11 @@ net.ipv4.conf.all.arp_announce = 2
 net.ipv4.conf.all.rp_filter = 2
 net.ipv4.conf.default.rp_filter = 2
 """
+
+
+def _ports(plan: Plan) -> str:
+    span = port_range(plan.site.ephemeral_ports)
+    return f"{span.low} {span.high}" if span else "32768 60999"
 
 
 def render_sysctl_host(plan: Plan, node: Node) -> str:

@@ -7,9 +7,11 @@ from itertools import combinations
 
 from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 
+from gpunet.design.flows import port_conflicts
 from gpunet.errors import SpecProblem
 from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.spec import MTU_LIMITS, SWITCH_NAME, NodeGroup, PlaneName, Spec, nic_devices, plane_mtu
+from gpunet.model.types import port_range
 from gpunet.model.units import speed_gbps
 
 Problems = Iterator[SpecProblem]
@@ -20,9 +22,44 @@ def spec_problems(spec: Spec) -> list[SpecProblem]:
     checks: tuple[Callable[[Spec], Problems], ...] = (
         _overlapping_subnets, _gateways, _mtus, _unknown_planes, _unused_planes,
         _unique_groups, _unique_nodes, _switch_named_nodes, _devices, _unique_interfaces, _unique_hcas, _bonds,
-        _nic_speeds, _subnet_sizes, _subnet6_sizes,
+        _nic_speeds, _subnet_sizes, _subnet6_sizes, _scheduler, _ports,
     )
     return [problem for check in checks for problem in check(spec)]
+
+
+def spec_warnings(spec: Spec) -> list[SpecProblem]:
+    """What a valid spec leaves out that a running cluster needs: said, not refused."""
+    site, gpus = spec.site, sum(len(parse_nodeset(g.nodes)) for g in spec.groups if g.role == "gpu")
+    found = []
+    if site.monitoring is None:
+        found.append(SpecProblem("no monitoring subnet: the firewalls will admit no Prometheus scrape (every "
+                                 "exporter would show down)", ("site",), "add site.monitoring: <Prometheus "
+                                 "address>/32"))
+    if not site.ntp_servers:
+        found.append(SpecProblem("no NTP servers: clocks drift apart (Slurm, Kerberos and logs need them to agree)",
+                                 ("site",), "add site.ntp_servers: [<address>]"))
+    if site.scheduler is None and gpus > 1:
+        found.append(SpecProblem("no scheduler: no Slurm ports are opened in the firewalls", ("site",),
+                                 "add site.scheduler: {controller: <node running slurmctld>}"))
+    return found
+
+
+def _scheduler(spec: Spec) -> Problems:
+    slurm = spec.site.scheduler
+    if slurm is not None and not any(slurm.controller in parse_nodeset(g.nodes) for g in spec.groups):
+        yield SpecProblem(f"controller {slurm.controller!r} is not a node of the spec", ("site", "scheduler",
+                          "controller"), "name the node that runs slurmctld (a login or management node)")
+
+
+def _ports(spec: Spec) -> Problems:
+    ephemeral = port_range(spec.site.ephemeral_ports)
+    if ephemeral is not None and ephemeral.low < 1024:
+        yield SpecProblem(f"ephemeral ports {ephemeral} reach below 1024, the privileged ports",
+                          ("site", "ephemeral_ports"), "e.g. 32768-59999")
+    for key in port_conflicts(spec):
+        yield SpecProblem(f"ephemeral ports {spec.site.ephemeral_ports} overlap scheduler.{key}: a connection's "
+                          "own port could take a listening port", ("site", "ephemeral_ports"),
+                          "keep them apart, e.g. ephemeral 32768-59999 and srun 60001-63000")
 
 
 def _overlapping_subnets(spec: Spec) -> Problems:

@@ -1,0 +1,78 @@
+"""What a node's settings should be, computed from the Plan once: the renderers write these values
+and doctor checks a node against the same values (a renderer change cannot silently move a check)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpunet.model.plan import Interface, Node, Plan
+
+# Round-trip time the buffers are sized for: a 5-hop fat tree under load plus host stack jitter.
+# In-cluster RTTs are 10-100 us idle; queues at line rate push them towards a millisecond.
+PLANNING_RTT_S = 0.001
+LINUX_DEFAULT_MAX = 6 * 1024 * 1024  # tcp_rmem max since 4.x: never go below it
+HOST_PLANES = ("management", "compute", "storage")  # oob addresses belong to the BMC, not the OS
+ROCE_V2_IPV4_GID_INDEX = 3  # mlx5 GID table: 0/1 RoCE v1/v2 link-local, 2/3 RoCE v1/v2 IPv4
+ROCE_TRAFFIC_CLASS = 106  # DSCP 26 (the usual lossless RoCE class) << 2, ECN-capable
+
+
+def tcp_buffer_max(gbps: int, rtt_s: float = PLANNING_RTT_S) -> int:
+    """2 x BDP (the kernel gives up to half a buffer to overhead), as a power of two."""
+    bdp = gbps * 1e9 / 8 * rtt_s
+    wanted = max(int(2 * bdp), LINUX_DEFAULT_MAX)
+    return 1 << (wanted - 1).bit_length()
+
+
+def fastest_tcp_gbps(node: Node) -> int:
+    """Bandwidth of the node's fastest IP interface (RDMA does not go through TCP buffers)."""
+    speeds = [i.speed_gbps for i in node.interfaces if i.plane in HOST_PLANES and i.address]
+    return max(speeds, default=1)
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    value: str
+    why: str
+
+
+def nccl_settings(plan: Plan, node: Node) -> list[Setting]:
+    """NCCL's network environment for the node: sockets on the plane of the job-bootstrap flow
+    (the plane the firewall opens for it), HCAs in rail order, RoCE GID and traffic class."""
+    compute = [i for i in node.interfaces if i.plane == "compute" and i.master is None and i.address]
+    bootstrap = next((f.plane for f in plan.flows if f.service == "job-bootstrap"), None)
+    if not compute or bootstrap is None:
+        return []
+    sockets = [i.layer3 for i in node.interfaces if i.plane == bootstrap and i.address and i.master is None]
+    technology = next(p.technology for p in plan.planes if p.name == "compute")
+    if technology == "ethernet":
+        return _tcp_only(sockets)
+    settings = [
+        Setting("NCCL_SOCKET_IFNAME", "=" + ",".join(sockets),
+                f"bootstrap and out-of-band exchange over the {bootstrap} plane (the job-bootstrap flow); "
+                "data goes over RDMA"),
+        Setting("NCCL_IB_HCA", "=" + ",".join(f"{i.hca}:1" for i in sorted(compute, key=_rail)),
+                "the compute HCAs in rail order ('=' means exactly these): rank i's NIC i is rail i"),
+        Setting("NCCL_IB_DISABLE", "0", "use the RDMA transport"),
+    ]
+    if next(p.style for p in plan.planes if p.name == "compute") == "rail-optimized":
+        settings.append(Setting("NCCL_CROSS_NIC", "0", "rail-optimized fabric: keep each ring/tree on one rail, so "
+                                "traffic stays under the rail leaf instead of crossing spines"))
+    if technology == "roce":
+        settings += [Setting("NCCL_IB_GID_INDEX", str(ROCE_V2_IPV4_GID_INDEX),
+                             "RoCE v2 with the IPv4 address (routable across leaves), mlx5's index 3"),
+                     Setting("NCCL_IB_TC", str(ROCE_TRAFFIC_CLASS),
+                             "traffic class 106 = DSCP 26 with ECN, the lossless (PFC) class on the switches")]
+    return settings
+
+
+def _rail(iface: Interface) -> int:
+    return iface.rail if iface.rail is not None else 0
+
+
+def _tcp_only(sockets: list[str]) -> list[Setting]:
+    return [Setting("NCCL_SOCKET_IFNAME", "=" + ",".join(sockets),
+                    "Ethernet without RDMA: NCCL's socket transport carries the data over the compute NICs"),
+            Setting("NCCL_IB_DISABLE", "1", "no RDMA devices on this plane"),
+            Setting("NCCL_SOCKET_NTHREADS", "4", "more socket threads per connection to fill 25G+ links"),
+            Setting("NCCL_NSOCKS_PERTHREAD", "4", "and more sockets per thread (product at most 64)")]
