@@ -4,34 +4,26 @@ refuse it from elsewhere: real connections inside the lab."""
 from __future__ import annotations
 
 import subprocess
-from ipaddress import IPv4Interface, IPv4Network
 
 import pytest
 
+from gpunet.lab.build import LAB_PLAN
 from gpunet.lab.sshd import ssh_argv
 from gpunet.lab.state import LabState, lab_dir
+from gpunet.model.io import read_plan
 from gpunet.render.firewall import render_nftables
-from tests.lab.helpers import built_lab, run_in, small_plan
+from tests.lab.helpers import built_lab, run_in
 
 pytestmark = pytest.mark.lab
 LAB = "zw"
 
 
-def ruleset_for_lab(state: LabState, node: str) -> str:
-    """The node's rendered ruleset with plan subnets written as the lab re-homed them."""
-    plan = small_plan()
-    text = render_nftables(plan, next(n for n in plan.nodes if n.name == node))
-    for plane in plan.planes:
-        planned = IPv4Network(plane.subnet)
-        pair = next(a for k, a in state.address_map.items() if k.startswith(f"{node}/")
-                    and IPv4Interface(a.plan).network == planned)
-        lab_net = IPv4Interface(pair.lab).network
-        admin = plan.site.admin_subnet
-        if admin is not None and admin.subnet_of(planned):  # type: ignore[arg-type]
-            offset = int(admin.network_address) - int(planned.network_address)
-            text = text.replace(str(admin), f"{lab_net.network_address + offset}/{admin.prefixlen}")
-        text = text.replace(str(planned), str(lab_net))
-    return text
+def ruleset_for_lab(node: str) -> str:
+    """The node's ruleset rendered from the lab's own plan (lab addresses; the host plays the admin box)."""
+    plan = read_plan(lab_dir(LAB) / LAB_PLAN)
+    found = plan.node(node)
+    assert found is not None
+    return render_nftables(plan, found)
 
 
 def ssh_from(state: LabState, client: str | None, target: str) -> subprocess.CompletedProcess[str]:
@@ -43,7 +35,7 @@ def ssh_from(state: LabState, client: str | None, target: str) -> subprocess.Com
 
 def test_rendered_firewall_admits_ssh_only_from_the_admin_range() -> None:
     with built_lab(LAB) as state:
-        rules = ruleset_for_lab(state, "gpu4")
+        rules = ruleset_for_lab("gpu4")
         loaded = subprocess.run(["ip", "netns", "exec", state.servers["gpu4"], "nft", "-f", "-"], input=rules,
                                 capture_output=True, text=True, check=False)
         assert loaded.returncode == 0, loaded.stderr

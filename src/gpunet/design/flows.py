@@ -45,6 +45,7 @@ def derive_flows(spec: Spec, nodes: Sequence[Node]) -> list[Flow]:
     """Every flow of the cluster, derived: SSH, scrapes, Slurm, job bootstrap, data planes, storage,
     NTP, DNS; then the spec's own."""
     members = Members(spec, nodes)
+    _refuse_monitoring_on_a_node(members)
     derived = [*_ssh(members), *_exporters(members), *_slurm(members), *_bootstrap(members),
                *_data_planes(members), *_storage(members), *_time_and_names(members)]
     return [f for f in derived if f is not None] + list(_declared(members))
@@ -60,6 +61,18 @@ def _declared(m: Members) -> Iterator[Flow]:
                                         "from/to: @role:NAME, @group:NAME, all or a NodeSet of the plan's nodes"))
     if problems:
         raise DesignError(problems)
+
+
+def _refuse_monitoring_on_a_node(m: Members) -> None:
+    """The monitoring range is where Prometheus scrapes from: a node's own address inside it would
+    both be scraped and be let in to scrape (the design assigns addresses from the bottom up)."""
+    monitoring = m.spec.site.monitoring
+    inside = [f"{n.name} ({i.address})" for n in m.nodes for i in n.interfaces
+              if monitoring is not None and i.address and ip_address(i.address.split("/")[0]) in monitoring]
+    if inside:
+        raise DesignError([SpecProblem(f"monitoring {monitoring} holds the address of {', '.join(inside[:3])}",
+                                       ("site", "monitoring"), "give the Prometheus host an address above the "
+                                       "nodes' (e.g. the top of the management subnet)")])
 
 
 def _flow(members: Members, what: tuple[str, str, str, str], sources: list[str], targets: list[str], why: str,

@@ -4,8 +4,10 @@ cables with shaped rates, addresses, routes and sysctls. lab/build.py carries it
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from ipaddress import IPv4Interface, IPv4Network
+from functools import partial
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
 from gpunet.errors import LabError
 from gpunet.lab.addressing import LAB_RANGE, BlockCarver, PlaneAddressing, lab_block, plane_addressing
@@ -89,25 +91,73 @@ def build_blueprint(plan: Plan, lab_id: str, slot: int, scale: float = DEFAULT_S
                      for (n, i), a in lab_addr.items()},
         mgmt_addresses={n: str(a.ip) for (n, _), a in lab_addr.items() if a.ip in addressing[mgmt].lab_subnet},
         hosts_file=_hosts_file(plan, lab_addr), notes=_notes(plan, addressing),
-        lab_plan=lab_view(plan, addressing, lab_addr),
+        lab_plan=lab_view(plan, addressing, lab_addr, host_addr),
     )
 
 
 LabAddresses = dict[tuple[str, str], IPv4Interface]  # (node, device) -> lab address
 
 
-def lab_view(plan: Plan, addressing: dict[str, PlaneAddressing], lab_addr: LabAddresses) -> Plan:
-    """The plan with the lab's subnets, gateways and addresses (a bond's address on its first
-    member, as the lab carries it): what doctor compares a lab server with."""
+def lab_view(plan: Plan, addressing: dict[str, PlaneAddressing], lab_addr: LabAddresses,
+             host: IPv4Interface | None = None) -> Plan:
+    """The plan as the lab built it, which is what doctor compares a lab server with: the lab's
+    subnets, gateways and addresses; no bonds (a bond's address and name on its first member, the
+    other members cabled and idle: this kernel has no bonding); no VLAN tags (no 802.1Q); sources
+    of flows and the admin and monitoring ranges in lab addresses (ranges outside every plane
+    become the host's address: in the lab the host is the admin and the monitoring box)."""
     planes = tuple(p.model_copy(update={
-        "subnet": str(addressing[p.name].lab_subnet), "subnet6": None,
+        "subnet": str(addressing[p.name].lab_subnet), "subnet6": None, "vlan": None,
         "gateway": str(addressing[p.name].to_lab(p.gateway).ip) if p.gateway else None,
     }) for p in plan.planes)
     nodes = tuple(n.model_copy(update={"interfaces": tuple(
         i.model_copy(update={"address": str(lab_addr[n.name, i.name]) if (n.name, i.name) in lab_addr else None,
-                             "address6": None})
-        for i in n.interfaces)}) for n in plan.nodes)
-    return plan.model_copy(update={"planes": planes, "nodes": nodes})
+                             "address6": None, "vlan": None})
+        for i in _without_bonds(n))}) for n in plan.nodes)
+    taken = [IPv4Interface(i.address).ip for n in nodes for i in n.interfaces if i.address]
+    relocate = partial(_lab_source, partial(_lab_network, plan, addressing, host), host, taken)
+    flows = tuple(f.model_copy(update={"from_subnets": tuple(relocate(s) for s in f.from_subnets)})
+                  for f in plan.flows)
+    site = plan.site.model_copy(update={key: IPv4Network(relocate(str(value))) for key in ("admin_subnet", "monitoring")
+                                        if (value := getattr(plan.site, key)) is not None})
+    return plan.model_copy(update={"planes": planes, "nodes": nodes, "flows": flows, "site": site})
+
+
+def _without_bonds(node: Node) -> list[Interface]:
+    bonds = {i.name: i for i in node.interfaces if i.bond is not None}
+    return [_unbonded(iface, bonds.get(iface.master or "")) for iface in node.interfaces if iface.bond is None]
+
+
+def _unbonded(iface: Interface, bond: Interface | None) -> Interface:
+    """A bond member as the lab has it: the first carries the bond's name on the plane, none has a master."""
+    if bond is None:
+        return iface
+    if iface.name == bond.members[0]:
+        return iface.model_copy(update={"master": None, "hostname": bond.hostname, "hca": bond.hca or iface.hca})
+    return iface.model_copy(update={"master": None})
+
+
+def _lab_source(relocate: Callable[[str], str], host: IPv4Interface | None, taken: list[IPv4Address],
+                text: str) -> str:
+    """A source range in the lab; one that holds no lab server and not the host (a monitoring box at
+    an address no namespace has) becomes the host's address, which plays that box in the lab."""
+    network = IPv4Network(relocate(text))
+    if host is None or host.ip in network or any(ip in network for ip in taken):
+        return str(network)
+    return f"{host.ip}/32"
+
+
+def _lab_network(plan: Plan, addressing: dict[str, PlaneAddressing], host: IPv4Interface | None, text: str) -> str:
+    """A plan network in lab addresses: the same offset in its plane's lab subnet (the whole lab
+    subnet where the lab renumbered hosts); outside every plane, the host's own address."""
+    network = IPv4Network(text)
+    for plane in plan.planes:
+        planned, mapping = IPv4Network(plane.subnet), addressing[plane.name]
+        if network.subnet_of(planned):
+            if mapping.dense is not None or network.prefixlen <= mapping.lab_subnet.prefixlen:
+                return str(mapping.lab_subnet)
+            start = mapping.to_lab(f"{network.network_address}/{planned.prefixlen}").ip
+            return str(IPv4Network(f"{start}/{network.prefixlen}"))
+    return f"{host.ip}/32" if host is not None else text
 
 
 def _port_commands(namespaces: list[Namespace], veths: list[Veth]) -> None:

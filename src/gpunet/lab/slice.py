@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 
+from gpunet.model.flows import Flow
+from gpunet.model.nodeset import fold, parse_nodeset
 from gpunet.model.plan import Link, Plan, Switch
 
 SPINES_PER_POD = 2  # enough for ECMP to have a choice
@@ -24,7 +27,17 @@ def slice_plan(plan: Plan, max_nodes: int) -> Plan:
         "nodes": tuple(n for n in plan.nodes if n.name in nodes),
         "switches": tuple(s for s in plan.switches if s.name in keep_switches),
         "links": links,
+        "flows": tuple(_sliced_flows(plan.flows, nodes)),
     })
+
+
+def _sliced_flows(flows: tuple[Flow, ...], kept: set[str]) -> Iterator[Flow]:
+    """Each flow between the kept nodes only; one left with no destination is gone."""
+    for flow in flows:
+        to_nodes = fold([n for n in parse_nodeset(flow.to_nodes) if n in kept]) if flow.to_nodes else ""
+        from_nodes = fold([n for n in parse_nodeset(flow.from_nodes) if n in kept]) if flow.from_nodes else ""
+        if to_nodes or (flow.to_hosts and (from_nodes or not flow.from_nodes)):
+            yield flow.model_copy(update={"to_nodes": to_nodes, "from_nodes": from_nodes})
 
 
 def _leaf_of(plan: Plan) -> dict[str, Switch]:
