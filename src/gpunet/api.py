@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import socket
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,7 +30,7 @@ from gpunet.model.spec import Spec
 from gpunet.model.state import NodeState
 from gpunet.model.types import USER
 from gpunet.probe.node import probe_node
-from gpunet.probe.peers import plan_probes, run_probes
+from gpunet.probe.peers import listen_for_peers, plan_probes, run_probes
 from gpunet.render import TARGETS, file_mode, render_all
 from gpunet.render.plan_files import PLAN_FILES
 from gpunet.render.plan_output import recover as recover_plan_output
@@ -124,17 +125,22 @@ def _pick_nodes(plan: Plan, nodes: str | None) -> list[Node]:
 
 def doctor(
     plan_source: Path | None, node_name: str | None, *, peers: bool, interval: float,
-    run: CommandRunner = run_local, root: Path = Path("/"),
+    run: CommandRunner = run_local, root: Path = Path("/"), listen: bool = False,
+    listening: frozenset[str] = frozenset(),
 ) -> tuple[NodeState, list[Finding]]:
-    """Probe this node, compare it with the Plan (when given), optionally probe its peers."""
+    """Probe this node, compare it with the Plan (when given), optionally probe its peers. With
+    `listen` (doctor --fleet --peers sets it on every node), this node listens on the ports of the
+    flows it accepts while it runs; `listening` names the peers doing the same in this run, whose
+    refusals count as blocks."""
     plan = load_plan(plan_source) if plan_source is not None else None
     name = node_name or socket.gethostname()
     node = plan.node(name) if plan else None
     if plan is not None and node is None:
         raise UsageError(f"{name!r} is not a node of the plan; name it with --node")
     hostnames = [i.hostname for n in plan.nodes for i in n.interfaces if i.hostname] if plan else []
-    state = probe_node(run, root, hostnames, interval)
-    results = run_probes(plan_probes(plan, node), run) if peers and plan and node else []
+    with listen_for_peers(plan, node) if listen and plan and node else nullcontext():
+        state = probe_node(run, root, hostnames, interval)
+        results = run_probes(plan_probes(plan, node), run, listening=listening) if peers and plan and node else []
     return state, run_checks(Context(state=state, plan=plan, node=node, peer_results=results))
 
 
@@ -183,7 +189,7 @@ def _lab_state(lab: str) -> LabState:
 def fleet_doctor(runner: ClusterShellRunner, nodes: NodeSet, *, remote_plan: str, gpunet: Sequence[str],
                  peers: bool, interval: float) -> FleetDoctorReport:
     """`gpunet doctor --json` on every node of the NodeSet, findings folded across nodes."""
-    return fold_doctor(runner.run(doctor_command(gpunet, remote_plan, peers, interval), nodes))
+    return fold_doctor(runner.run(doctor_command(gpunet, remote_plan, peers, interval, str(nodes)), nodes))
 
 
 def probe(interval: float, run: CommandRunner = run_local, root: Path = Path("/")) -> NodeState:

@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.state import LabState, lab_dir
 from tests.lab.helpers import built_lab, lab_address, run_in, server_process
+from tests.render.rendered import example_plan
 
 pytestmark = pytest.mark.lab
 LAB = "zx"
@@ -93,19 +95,56 @@ def test_missing_gateway(lab: LabState) -> None:
     assert only(findings, "GN-ROUTE-02") == {("GN-ROUTE-02", "gpu5", "eth0")}
 
 
-@pytest.mark.parametrize(("rule", "plane"), [("tcp dport 22 drop", "management"),
-                                             ("tcp dport 1024-65535 drop", "compute")])
-def test_firewall_dropping_ssh_or_the_nccl_range(lab: LabState, rule: str, plane: str) -> None:
+@contextmanager
+def foreign_table(lab: LabState, node: str, rule: str) -> Iterator[None]:
+    """A table of someone else's (a container runtime, a hand-made fix) with one input rule."""
     ruleset = f"table inet gnblock {{\n chain input {{\n  type filter hook input priority -10;\n  {rule}\n }}\n}}\n"
-    subprocess.run(["ip", "netns", "exec", lab.servers["gpu4"], "nft", "-f", "-"], input=ruleset, text=True,
-                   check=True)
+    subprocess.run(["ip", "netns", "exec", lab.servers[node], "nft", "-f", "-"], input=ruleset, text=True, check=True)
     try:
-        _, findings = doctor("gpu1", "--peers")
+        yield
     finally:
-        subprocess.run(["ip", "netns", "exec", lab.servers["gpu4"], "nft", "delete", "table", "inet", "gnblock"],
+        subprocess.run(["ip", "netns", "exec", lab.servers[node], "nft", "delete", "table", "inet", "gnblock"],
                        check=True)
+
+
+@pytest.mark.parametrize(("rule", "planes"), [("tcp dport 22 drop", {"management"}),
+                                              ("tcp dport 1024-65535 drop", {"compute", "management"})])
+def test_peers_find_a_firewall_dropping_ssh_or_the_job_ports(lab: LabState, rule: str, planes: set[str]) -> None:
+    """From gpu1 (inside the admin range): its flows to gpu4 on their own ports (SSH; slurmd, srun
+    and the bootstrap range on management, the compute peers' ports) time out."""
+    with foreign_table(lab, "gpu4", rule):
+        _, findings = doctor("gpu1", "--peers")
+    failed = only(findings, "GN-FW-02")
+    assert {(node, subject.split()[1]) for _, node, subject in failed} == {("gpu4", p) for p in planes}
+
+
+def test_a_foreign_table_dropping_the_compute_plane_is_named(lab: LabState) -> None:
+    """Without --peers: the node's own rules, evaluated against the flows it must accept."""
+    with foreign_table(lab, "gpu4", 'iifname "ens1" drop'):
+        code, findings = doctor("gpu4")
     failed = only(findings, "GN-FW-01")
-    assert {(node, subject.split()[1]) for _, node, subject in failed} == {("gpu4", plane)}
+    assert code == 1 and {subject.split()[0] for _, _, subject in failed} == {"compute-peers"}
+    named = next(f for f in findings if f["check"] == "GN-FW-01" and f["verdict"] == "fail")
+    assert "nft inet gnblock input handle" in named["observed"] and 'iifname ens1 drop' in named["observed"]
+
+
+def test_an_iptables_reject_of_ssh_is_named(lab: LabState) -> None:
+    run_in(LAB, "gpu5", "iptables", "-A", "INPUT", "-p", "tcp", "--dport", "22", "-j", "REJECT")
+    try:
+        _, findings = doctor("gpu5")
+    finally:
+        run_in(LAB, "gpu5", "iptables", "-F", "INPUT")
+    failed = only(findings, "GN-FW-01")
+    assert {subject.split()[0] for _, _, subject in failed} == {"ssh"}
+    named = next(f for f in findings if f["check"] == "GN-FW-01" and f["verdict"] == "fail")
+    assert named["observed"].startswith("reject by iptables ip filter INPUT rule 1: -A INPUT -p tcp")
+
+
+def test_a_drop_of_the_slurm_port_range_is_named(lab: LabState) -> None:
+    with foreign_table(lab, "gpu6", "tcp dport 60001-63000 drop"):
+        _, findings = doctor("gpu6")
+    failed = only(findings, "GN-FW-01")
+    assert {subject.split()[0] for _, _, subject in failed} == {"srun"}
 
 
 def test_loss_causing_retransmissions(lab: LabState) -> None:
@@ -158,7 +197,7 @@ def test_a_duplicated_address(lab: LabState) -> None:
     assert ("GN-ADDR-03", "gpu2", f"gpu2 management {taken.split('/')[0]}") in failed
     # the address answering from two hosts also confuses the peers' replies: only address checks and
     # peer probes toward that address may fail with it
-    assert {c for c, _, _ in failed} <= {"GN-ADDR-03", "GN-PEER-01", "GN-MTU-02", "GN-FW-01"}
+    assert {c for c, _, _ in failed} <= {"GN-ADDR-03", "GN-PEER-01", "GN-MTU-02", "GN-FW-02"}
 
 
 def test_an_unreachable_gateway(lab: LabState) -> None:
@@ -169,3 +208,19 @@ def test_an_unreachable_gateway(lab: LabState) -> None:
         subprocess.run(["ip", "link", "set", "dev", lab.host_if, "up"], check=True)
     gateway = lab.host_address.split("/")[0]
     assert only(findings, "GN-ROUTE-03") == {("GN-ROUTE-03", "gpu6", f"gateway management {gateway}")}
+
+
+def test_a_healthy_default_example_lab_is_clean() -> None:
+    """The built-in example as a lab: every server's doctor exits 0 (warnings a real healthy node
+    would also give: no nccl.env installed, the lab's TCP buffers), and so does one with --peers."""
+    with built_lab("zu", example_plan("scalable-unit")) as state:
+        done = subprocess.run([sys.executable, "-m", "gpunet", "doctor", "--fleet", "@role:gpu,@role:storage,"
+                               "@role:login", "--lab", "zu", "--interval", "0.5", "--json"], capture_output=True,
+                              text=True, timeout=300, check=False)
+        report = json.loads(done.stdout)
+        peers = run_in("zu", "gpu001", sys.executable, "-m", "gpunet", "doctor", "--plan",
+                       str(lab_dir("zu") / "plan.json"), "--peers", "--interval", "0.5", "--json", timeout=300)
+    assert report["nodes"] == len(state.servers) and not report["unreachable"], report["unreachable"]
+    assert done.returncode == 0, [f for f in report["findings"] if f["verdict"] == "fail"]
+    assert {f["check"] for f in report["findings"] if f["verdict"] == "warn"} <= {"GN-NCCL-01", "GN-TCP-02"}
+    assert peers.returncode == 0, [f for f in json.loads(peers.stdout)["findings"] if f["verdict"] == "fail"]

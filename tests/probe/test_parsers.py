@@ -32,6 +32,7 @@ from gpunet.probe.parsers import (
     parse_proc_snmp,
     parse_sshd_t,
 )
+from gpunet.probe.rulesets import parse_iptables_save, parse_nft_ruleset
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 PARSERS: dict[str, Callable[[str], Any]] = {
@@ -43,6 +44,8 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "proc_net_snmp": parse_proc_snmp,
     "proc_net_netstat": lambda text: parse_proc_snmp(text, "/proc/net/netstat"),
     "nft_json": parse_nft_json,
+    "nft_ruleset": parse_nft_ruleset,
+    "iptables_save": parse_iptables_save,
     "ip_addr_json": parse_ip_addr_json,
     "ip_route_json": parse_ip_route_json,
     "sshd_t": parse_sshd_t,

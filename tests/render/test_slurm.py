@@ -4,6 +4,7 @@ SLURM_CONF pointing at a throwaway config) and `scontrol show topology` reports 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -20,7 +21,7 @@ pytestmark = [pytest.mark.lab, pytest.mark.skipif(bool(v.need("slurmctld") or v.
 TOPOLOGIES = [f for f in files_matching("slurm/topology.conf") if "SwitchName=" in f[2]]
 SLURM_CONF = """\
 ClusterName=gpunettest
-SlurmctldHost=gnctl({address})
+{network}
 SlurmUser=root
 MailProg=/bin/true
 AuthType=auth/munge
@@ -30,8 +31,6 @@ StateSaveLocation={dir}/state
 SlurmdSpoolDir={dir}/spool
 SlurmctldPidFile={dir}/slurmctld.pid
 SlurmctldLogFile={dir}/slurmctld.log
-SlurmctldPort=16817
-SlurmdPort=16818
 TopologyPlugin=topology/tree
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
@@ -42,7 +41,10 @@ PartitionName=all Nodes=ALL Default=YES
 ADDRESS = "198.18.254.1"  # inside the namespace only
 
 
-def scontrol_topology(tmp: Path, topology: str) -> tuple[int, str]:
+NETWORK = f"SlurmctldHost=gnctl({ADDRESS})\nSlurmctldPort=16817\nSlurmdPort=16818\n"
+
+
+def scontrol_topology(tmp: Path, topology: str, network: str = NETWORK, ask: str = "topology") -> tuple[int, str]:
     """Start munged and slurmctld in a fresh namespace, ask scontrol, stop both (by PID)."""
     (tmp / "state").mkdir()
     (tmp / "spool").mkdir()
@@ -51,7 +53,9 @@ def scontrol_topology(tmp: Path, topology: str) -> tuple[int, str]:
     (tmp / "munge.key").chmod(0o400)
     nodes = NodeSet.fromlist([part.split("=")[1] for line in topology.splitlines() for part in line.split()
                               if part.startswith("Nodes=")])
-    (tmp / "slurm.conf").write_text(SLURM_CONF.format(address=ADDRESS, dir=tmp, nodes=nodes))
+    (tmp / "gpunet-network.conf").write_text(network)
+    (tmp / "slurm.conf").write_text(SLURM_CONF.format(network=f"Include {tmp}/gpunet-network.conf", dir=tmp,
+                                                      nodes=nodes))
     (tmp / "topology.conf").write_text(topology)
     env = {"SLURM_CONF": str(tmp / "slurm.conf"), "PATH": os.environ["PATH"]}
     with v.netns(f"gnslurm{os.getpid()}") as ns:
@@ -66,16 +70,16 @@ def scontrol_topology(tmp: Path, topology: str) -> tuple[int, str]:
                                 "hostname gnctl && exec slurmctld -D -i"],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
-            return _ask(ns, env, ctl)
+            return _ask(ns, env, ctl, ask)
         finally:
             _stop(ctl, tmp / "munged.pid")
 
 
-def _ask(ns: str, env: dict[str, str], ctl: subprocess.Popen[str]) -> tuple[int, str]:
+def _ask(ns: str, env: dict[str, str], ctl: subprocess.Popen[str], what: str) -> tuple[int, str]:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and ctl.poll() is None:
-        done = v.run("ip", "netns", "exec", ns, "scontrol", "show", "topology", env=env)
-        if done.returncode == 0 and "SwitchName" in done.stdout:
+        done = v.run("ip", "netns", "exec", ns, "scontrol", "show", what, env=env)
+        if done.returncode == 0 and ("SwitchName" in done.stdout or what != "topology"):
             return 0, done.stdout
         time.sleep(0.3)
     return ctl.poll() or 1, ""
@@ -102,3 +106,18 @@ def test_slurmctld_refuses_a_broken_topology(tmp_path: Path) -> None:
     broken = TOPOLOGIES[0][2].replace("Nodes=", "Nodez=", 1)
     code, _ = scontrol_topology(tmp_path, broken)
     assert code != 0
+
+
+NETWORKS = files_matching("slurm/gpunet-network.conf")
+
+
+@pytest.mark.parametrize(("example", "path", "text"), NETWORKS, ids=[f[0] for f in NETWORKS])
+def test_slurmctld_runs_on_the_planned_ports(tmp_path: Path, example: str, path: str, text: str) -> None:
+    """The rendered network settings, included from slurm.conf (the controller's name and address
+    swapped for this namespace's): slurmctld starts and reports the ports the firewall opens."""
+    network = "\n".join(f"SlurmctldHost=gnctl({ADDRESS})" if line.startswith("SlurmctldHost=") else line
+                        for line in text.splitlines())
+    code, shown = scontrol_topology(tmp_path, TOPOLOGIES[0][2], network=network, ask="config")
+    assert code == 0, (tmp_path / "slurmctld.log").read_text()[-2000:]
+    reported = dict(re.findall(r"^(SlurmctldPort|SlurmdPort|SrunPortRange)\s*=\s*(\S+)", shown, re.MULTILINE))
+    assert reported == dict(re.findall(r"^(SlurmctldPort|SlurmdPort|SrunPortRange)=(\S+)", text, re.MULTILINE))

@@ -215,3 +215,22 @@ def test_ansible_rejects_a_broken_playbook(tmp_path: Path) -> None:
     site.write_text(site.read_text().replace("max_fail_percentage", "max_fail_percent"))
     check = v.run("ansible-playbook", "--syntax-check", "-i", "inventory.yml", "site.yml", cwd=where)
     assert check.returncode != 0
+
+
+CHRONY = files_matching("chrony/conf.d/gpunet.conf")
+
+
+@pytest.mark.skipif(bool(v.need("chronyd")), reason=str(v.need("chronyd")))
+@pytest.mark.parametrize(("example", "path", "text"), CHRONY, ids=ids(CHRONY))
+def test_chronyd_reads_the_sources(tmp_path: Path, example: str, path: str, text: str) -> None:
+    (tmp_path / "chrony.conf").write_text(text)
+    done = v.run("chronyd", "-p", "-f", str(tmp_path / "chrony.conf"))  # -p: print the configuration and exit
+    assert done.returncode == 0, done.stderr
+    servers = [line for line in text.splitlines() if line.startswith("server ")]
+    assert [line for line in done.stdout.splitlines() if line.startswith("server ")] == servers
+
+
+@pytest.mark.skipif(bool(v.need("chronyd")), reason=str(v.need("chronyd")))
+def test_chronyd_rejects_a_broken_source(tmp_path: Path) -> None:
+    (tmp_path / "chrony.conf").write_text("server 198.18.0.123 iburstt\n")
+    assert v.run("chronyd", "-p", "-f", str(tmp_path / "chrony.conf")).returncode != 0

@@ -6,37 +6,44 @@ from gpunet.checks.base import Context, Finding, FunctionCheck, Outcome
 from gpunet.probe.peers import PeerResult
 
 
-def _results(ctx: Context, kind: str) -> list[PeerResult]:
-    return [r for r in ctx.peer_results if r.probe.kind == kind]
+def _results(ctx: Context, *kinds: str) -> list[PeerResult]:
+    return [r for r in ctx.peer_results if r.probe.kind in kinds]
 
 
-def _outcomes(ctx: Context, kind: str, expect: str) -> list[Outcome]:
-    results = _results(ctx, kind)
+def _outcomes(ctx: Context, expect: str, *kinds: str) -> list[Outcome]:
+    results = _results(ctx, *kinds)
     if not results:
         return [Outcome("skip", evidence="peers not probed (doctor --peers)")]
-    return [Outcome("pass" if r.ok else "fail", f"{r.probe.peer} {r.probe.plane} {r.probe.target}"
-                    + (f":{r.probe.port}" if r.probe.port else ""), r.detail, expect, f"from {r.probe.source}")
-            for r in results]
+    return [_outcome(r, expect) for r in results]
+
+
+def _outcome(result: PeerResult, expect: str) -> Outcome:
+    probe = result.probe
+    subject = f"{probe.peer} {probe.plane} {probe.target}" + (f":{probe.port}/{probe.kind}" if probe.port else "")
+    where = f"from {probe.source}" + (f", flow {probe.service}" if probe.service else "")
+    if result.ok is None:
+        return Outcome("skip", subject, result.detail, expect, f"{where}: {result.detail}")
+    return Outcome("pass" if result.ok else "fail", subject, result.detail, expect, where)
 
 
 def peer_reachable(ctx: Context) -> list[Outcome]:
-    return _outcomes(ctx, "ping", "replies")
+    return _outcomes(ctx, "replies", "ping")
 
 
 def path_mtu(ctx: Context) -> list[Outcome]:
-    return _outcomes(ctx, "pmtu", "a don't-fragment ping at the plane MTU passes")
+    return _outcomes(ctx, "a don't-fragment ping at the plane MTU passes", "pmtu")
 
 
 def firewall_ports(ctx: Context) -> list[Outcome]:
-    return _outcomes(ctx, "tcp", "open or refused (not dropped)")
+    return _outcomes(ctx, "open", "tcp", "udp")
 
 
 def gateway_reachable(ctx: Context) -> list[Outcome]:
-    return _outcomes(ctx, "gateway", "the management gateway replies")
+    return _outcomes(ctx, "the management gateway replies", "gateway")
 
 
 def duplicate_address(ctx: Context) -> list[Outcome]:
-    return _outcomes(ctx, "dad", "no other host answers ARP for this address")
+    return _outcomes(ctx, "no other host answers ARP for this address", "dad")
 
 
 class PeerCheck(FunctionCheck):
@@ -44,7 +51,7 @@ class PeerCheck(FunctionCheck):
 
     def __call__(self, ctx: Context) -> list[Finding]:
         findings = super().__call__(ctx)
-        return [f.model_copy(update={"node": f.subject.split(" ")[0]}) if self.id == "GN-FW-01" and f.verdict == "fail"
+        return [f.model_copy(update={"node": f.subject.split(" ")[0]}) if self.id == "GN-FW-02" and f.verdict == "fail"
                 else f for f in findings]
 
 
@@ -58,6 +65,7 @@ PEER_CHECKS = [
     FunctionCheck("GN-ADDR-03", "address", "no other host uses this node's addresses",
                   "arping -D -I <interface> <address>: find the other host by the MAC it answers with",
                   duplicate_address),
-    PeerCheck("GN-FW-01", "firewall", "the ports the plan needs are not dropped",
-              "on the peer: nft list ruleset; allow {subject} (gpunet render --target nftables)", firewall_ports),
+    PeerCheck("GN-FW-02", "firewall", "peers reach the ports the plan needs",
+              "on the peer: gpunet doctor (GN-FW-01 names the rule); allow {subject} (gpunet render --target "
+              "nftables)", firewall_ports),
 ]

@@ -34,6 +34,13 @@ def doctor(
     peers: Annotated[bool, typer.Option("--peers", help="Also ping and connect to every peer on every plane.")]
     = False,
     interval: Interval = 2.0,
+    listen: Annotated[bool, typer.Option(
+        "--listen", help="With --peers: listen on the ports of the flows this node accepts while probing, so "
+                         "peers doing the same can tell a refusal (blocked) from an open port (doctor --fleet "
+                         "--peers sets it on every node).")] = False,
+    listening: Annotated[str, typer.Option(
+        "--listening", help="With --peers: the nodes (NodeSet) listening in this same run (doctor --fleet sets "
+                            "it): their refusals count as blocks.")] = "",
     show_pass: Annotated[bool, typer.Option("--all", help="List passing checks too.")] = False,
     fleet: Annotated[str | None, typer.Option("--fleet", help="Run the doctor on these nodes (NodeSet) and fold "
                                                              "their findings.")] = None,
@@ -54,7 +61,8 @@ def doctor(
         _fleet(fleet, FleetOptions(plan, lab, ssh_lab, remote_plan, user, key), peers, interval, show_pass, as_json)
         return
     with stderr.status("probing…", spinner="dots"):
-        state, findings = api.doctor(plan, node, peers=peers, interval=interval)
+        state, findings = api.doctor(plan, node, peers=peers, interval=interval, listen=listen,
+                                     listening=frozenset(api.fleet_nodes(listening)) if listening else frozenset())
     failed = any(f.verdict == "fail" for f in findings)
     if as_json:
         print(json.dumps({"node": findings[0].node if findings else state.hostname, "failed": failed,

@@ -39,10 +39,12 @@ class FleetDoctorReport(Frozen):
         return bool(self.unreachable) or any(f.verdict == "fail" for f in self.findings)
 
 
-def doctor_command(gpunet: Sequence[str], remote_plan: str, peers: bool, interval: float) -> list[str]:
-    """What each node runs: its own checklist against the plan, as JSON (its hostname names it)."""
+def doctor_command(gpunet: Sequence[str], remote_plan: str, peers: bool, interval: float,
+                   nodes: str = "") -> list[str]:
+    """What each node runs: its own checklist against the plan, as JSON (its hostname names it);
+    with peers, every node of the run listens on its flows' ports for the others' probes."""
     return [*gpunet, "doctor", "--plan", remote_plan, "--json", "--interval", f"{interval:g}",
-            *(["--peers"] if peers else [])]
+            *(["--peers", "--listen", "--listening", nodes] if peers else [])]
 
 
 def fold_doctor(result: FleetResult) -> FleetDoctorReport:

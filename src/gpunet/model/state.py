@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from gpunet.model.base import Frozen
+from gpunet.model.ruleset import Ruleset
 
 
 class EthtoolLink(Frozen):
@@ -109,11 +110,15 @@ class NicInfo(Frozen):
 
 
 class FirewallState(Frozen):
-    """What filters this node's traffic: nftables tables, firewalld, iptables rules."""
+    """What filters this node's traffic: nftables tables, firewalld, iptables rules, and the rules
+    themselves (None: the tool is not here, or could not be read)."""
 
     nft_tables: tuple[str, ...] = ()  # "inet gpunet", "ip filter", ...
     firewalld: str | None = None  # running | not running; None: not installed
     iptables_rules: int | None = None  # rules in iptables-save; None: not installed
+    nft: Ruleset | None = None  # `nft -j list ruleset`, less the tables iptables-save shows (iptables-nft)
+    iptables: Ruleset | None = None  # `iptables-save`
+    iptables_backend: str | None = None  # nf_tables | legacy
 
 
 class Route(Frozen):

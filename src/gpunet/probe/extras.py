@@ -7,8 +7,10 @@ import importlib
 import shutil
 
 from gpunet.errors import GpunetError
+from gpunet.model.ruleset import Ruleset
 from gpunet.model.state import FirewallState, InterfaceState, NicInfo
-from gpunet.probe.parsers import parse_ethtool_driver, parse_ethtool_stats, parse_nft_json
+from gpunet.probe.parsers import parse_ethtool_driver, parse_ethtool_stats
+from gpunet.probe.rulesets import parse_iptables_save, parse_nft_ruleset
 from gpunet.runner import CommandRunner
 
 
@@ -31,22 +33,44 @@ def read_nics(run: CommandRunner, interfaces: list[InterfaceState], problems: li
 
 
 def read_firewall(run: CommandRunner, problems: list[str]) -> FirewallState:
-    tables: tuple[str, ...] = ()
-    if shutil.which("nft"):
-        done = run(["nft", "-j", "list", "tables"], check=False)
-        try:
-            items = parse_nft_json(done.stdout) if done.returncode == 0 else []
-            tables = tuple(f"{t['table']['family']} {t['table']['name']}" for t in items if "table" in t)
-        except GpunetError as exc:
-            problems.append(f"nft -j list tables: {exc}")
+    """Tables, firewalld's state, and the rules of nftables and iptables. Tables iptables-nft keeps
+    in nftables are read from iptables-save instead (their xt matches are opaque in nft's JSON)."""
+    iptables, backend = _iptables(run, problems)
+    nft = _nft(run, problems)
+    if nft is not None and iptables is not None and backend == "nf_tables":
+        mirrored = {(c.family, c.table) for c in iptables.chains}
+        nft = nft.model_copy(update={"chains": tuple(c for c in nft.chains if (c.family, c.table) not in mirrored)})
+    tables = tuple(dict.fromkeys(f"{c.family} {c.table}" for c in nft.chains)) if nft else ()
     firewalld = None
     if shutil.which("firewall-cmd"):
         firewalld = run(["firewall-cmd", "--state"], check=False).stdout.strip() or "not running"
-    iptables = None
-    if shutil.which("iptables-save"):
-        saved = run(["iptables-save"], check=False)
-        iptables = sum(line.startswith("-A ") for line in saved.stdout.splitlines()) if saved.returncode == 0 else None
-    return FirewallState(nft_tables=tables, firewalld=firewalld, iptables_rules=iptables)
+    rules = sum(len(c.rules) for c in iptables.chains) if iptables else None
+    return FirewallState(nft_tables=tables, firewalld=firewalld, iptables_rules=rules, nft=nft, iptables=iptables,
+                         iptables_backend=backend)
+
+
+def _nft(run: CommandRunner, problems: list[str]) -> Ruleset | None:
+    if shutil.which("nft") is None:
+        return None
+    done = run(["nft", "-j", "list", "ruleset"], check=False)
+    try:
+        return parse_nft_ruleset(done.stdout) if done.returncode == 0 else None
+    except GpunetError as exc:
+        problems.append(f"nft -j list ruleset: {exc}")
+        return None
+
+
+def _iptables(run: CommandRunner, problems: list[str]) -> tuple[Ruleset | None, str | None]:
+    if shutil.which("iptables-save") is None:
+        return None, None
+    version = run(["iptables", "-V"], check=False).stdout
+    backend = "legacy" if "legacy" in version else "nf_tables" if "nf_tables" in version else None
+    saved = run(["iptables-save"], check=False)
+    try:
+        return (parse_iptables_save(saved.stdout) if saved.returncode == 0 else None), backend
+    except GpunetError as exc:
+        problems.append(f"iptables-save: {exc}")
+        return None, backend
 
 
 def read_gpus(problems: list[str]) -> tuple[str, ...] | None:

@@ -1,43 +1,59 @@
 """Active probes from this node to its peers on every plane: ping, a don't-fragment ping at the
-plane MTU, and TCP connects to the ports the Plan needs (a refusal proves the path is open; a
-timeout means something drops it). Bounded: one packet each, a short timeout, in parallel."""
+plane MTU, and a connection to each port the Plan's flows need from this node (a real connect on the
+flow's own port). Bounded: one packet each, a short timeout, in parallel.
+
+Whether a refused connection means "blocked" depends on the other end: with nothing listening, a
+closed port and a firewall's REJECT look the same. `doctor --fleet --peers` makes every node listen
+on the ports of the flows it accepts while the others probe (listen_for_peers()), so there a refusal is a
+finding; a single node's `doctor --peers` says it cannot tell."""
 
 from __future__ import annotations
 
 import errno
 import socket
+import threading
+import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
+from gpunet.model.flows import sample_ports
+from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.plan import Interface, Node, Plan
 from gpunet.runner import CommandRunner, run_local
 
-NCCL_PROBE_PORT = 45871  # an ephemeral-range port nothing listens on: NCCL/MPI's kind of port
-NFS_PORT = 2049
 ICMP_IP_HEADERS = 28
+REFUSED_RETRIES = 10  # a peer's listener starts with its doctor: seconds later on a busy host
+TIMED_OUT = (errno.EAGAIN, errno.ETIMEDOUT, errno.EINPROGRESS)
+RETRY_AFTER_S = 1.0  # a lost echo or SYN is tried once more after this (a neighbour entry being resolved)
+LINGER_S = 3.0  # listeners stay this long after this node's own probes: the slowest peer is still probing
 
 
 @dataclass(frozen=True)
 class PeerProbe:
-    kind: str  # ping | pmtu | tcp
+    kind: str  # ping | pmtu | tcp | udp | dad | gateway
     peer: str
     plane: str
     source: str
     target: str
     port: int = 0
     size: int = 0
+    service: str = ""  # the flow a tcp/udp probe stands for
 
 
 @dataclass(frozen=True)
 class PeerResult:
     probe: PeerProbe
-    ok: bool
+    ok: bool | None  # None: the probe cannot tell (a refusal where nobody was asked to listen)
     detail: str
 
 
 def plan_probes(plan: Plan, node: Node) -> list[PeerProbe]:
     """Every peer on every plane this node shares with it, from this node's address there; the
-    management gateway; and a duplicate-address probe of each of this node's addresses."""
+    flows it opens, to each of their receivers; the management gateway; and a duplicate-address
+    probe of each of this node's addresses."""
     mine: dict[str, Interface] = {i.plane: i for i in node.interfaces if i.address and i.plane != "oob"}
     probes: list[PeerProbe] = [PeerProbe("dad", node.name, i.plane, i.name, _ip(i))
                                for i in node.interfaces if i.address and i.plane != "oob" and i.master is None]
@@ -46,20 +62,33 @@ def plan_probes(plan: Plan, node: Node) -> list[PeerProbe]:
         probes.append(PeerProbe("gateway", "gateway", "management", _ip(mine["management"]), gateway))
     for peer in (n for n in plan.nodes if n.name != node.name):
         for theirs in (i for i in peer.interfaces if i.address and i.plane in mine):
-            probes += _probes_to(peer, mine[theirs.plane], theirs)
+            source, target = _ip(mine[theirs.plane]), _ip(theirs)
+            probes += [PeerProbe("ping", peer.name, theirs.plane, source, target),
+                       PeerProbe("pmtu", peer.name, theirs.plane, source, target,
+                                 size=mine[theirs.plane].mtu - ICMP_IP_HEADERS)]
+    return probes + flow_probes(plan, node, mine)
+
+
+def flow_probes(plan: Plan, node: Node, mine: dict[str, Interface]) -> list[PeerProbe]:
+    """A connection for each flow this node opens, to each receiver, on the flow's first sample port."""
+    probes = []
+    for position, flow in enumerate(plan.flows):
+        if not flow.to_nodes or flow.plane not in mine or not _sends(plan, position, _ip(mine[flow.plane])):
+            continue
+        protocol = "tcp" if flow.protocol == "any" else flow.protocol
+        for peer in (plan.node(name) for name in parse_nodeset(flow.to_nodes) if name != node.name):
+            theirs = next((i for i in peer.interfaces if i.plane == flow.plane and i.address), None) if peer else None
+            if peer is not None and theirs is not None:
+                probes.append(PeerProbe(protocol, peer.name, flow.plane, _ip(mine[flow.plane]), _ip(theirs),
+                                        port=sample_ports(flow)[0], service=flow.service))
     return probes
 
 
-def _probes_to(peer: Node, mine: Interface, theirs: Interface) -> list[PeerProbe]:
-    source, target = _ip(mine), _ip(theirs)
-    probes = [PeerProbe("ping", peer.name, theirs.plane, source, target),
-              PeerProbe("pmtu", peer.name, theirs.plane, source, target, size=mine.mtu - ICMP_IP_HEADERS)]
-    port = {"management": 22, "compute": NCCL_PROBE_PORT}.get(theirs.plane, 0)
-    if theirs.plane == "storage" and peer.role == "storage":
-        port = NFS_PORT  # clients must reach the storage servers' protocol port
-    if port:
-        probes.append(PeerProbe("tcp", peer.name, theirs.plane, source, target, port=port))
-    return probes
+def _sends(plan: Plan, position: int, address: str) -> bool:
+    """Whether the flow comes from this address: one of its nodes', or inside its ranges (not
+    "anywhere": the way in is probed from outside, not from every node)."""
+    sources = plan.flow_sources[position]
+    return sources != ("0.0.0.0/0",) and any(IPv4Address(address) in IPv4Network(s) for s in sources)
 
 
 def _ip(iface: Interface) -> str:
@@ -67,16 +96,27 @@ def _ip(iface: Interface) -> str:
     return iface.address.split("/")[0]
 
 
-def run_probes(probes: list[PeerProbe], run: CommandRunner = run_local, timeout: float = 2.0) -> list[PeerResult]:
+def run_probes(probes: list[PeerProbe], run: CommandRunner = run_local, timeout: float = 2.0,
+               listening: frozenset[str] = frozenset()) -> list[PeerResult]:
+    """Every probe, 32 at a time. `listening`: the peers whose doctor listens on their flows' ports
+    in this same run (doctor --fleet --peers), where a refused connection is a block."""
     with ThreadPoolExecutor(max_workers=32) as pool:
-        return list(pool.map(lambda p: _run_one(p, run, timeout), probes))
+        return list(pool.map(lambda p: _run_one(p, run, timeout, p.peer in listening), probes))
 
 
-def _run_one(probe: PeerProbe, run: CommandRunner, timeout: float) -> PeerResult:
-    if probe.kind == "tcp":
-        return _connect(probe, timeout)
+def _run_one(probe: PeerProbe, run: CommandRunner, timeout: float, peer_listens: bool) -> PeerResult:
+    if probe.kind in ("tcp", "udp"):
+        return _connect(probe, timeout, peer_listens)
     if probe.kind == "dad":
         return _duplicate(probe, run, timeout)
+    result = _ping(probe, run, timeout)
+    if result.ok:
+        return result
+    time.sleep(RETRY_AFTER_S)  # one lost echo is noise on a busy host, not a fault
+    return _ping(probe, run, timeout)
+
+
+def _ping(probe: PeerProbe, run: CommandRunner, timeout: float) -> PeerResult:
     size = ["-M", "do", "-s", str(probe.size)] if probe.kind == "pmtu" else []
     done = run(["ping", "-n", "-q", "-c", "1", "-W", str(max(1, round(timeout))), "-I", probe.source, *size,
                 "--", probe.target], check=False, timeout=timeout + 5)
@@ -94,16 +134,103 @@ def _duplicate(probe: PeerProbe, run: CommandRunner, timeout: float) -> PeerResu
     return PeerResult(probe, done.returncode == 0, replies[0] if replies else "no other host answers for it")
 
 
-def _connect(probe: PeerProbe, timeout: float) -> PeerResult:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+def _connect(probe: PeerProbe, timeout: float, peer_listens: bool) -> PeerResult:
+    """A connection on the flow's port: open passes, a timeout is a drop; a refusal is a block when
+    the peer listens there (fleet), else it cannot tell a closed port from a firewall's REJECT."""
+    code = _retried(probe, timeout, peer_listens)
+    if code == 0:
+        return PeerResult(probe, True, "open")
+    if code == errno.ECONNREFUSED:
+        if peer_listens:
+            return PeerResult(probe, False, "refused while the peer listens there: a firewall rejects it")
+        return PeerResult(probe, None, "refused: reachable, but nothing listens, so a closed port and a firewall's "
+                                       "REJECT look the same (doctor --fleet --peers makes every peer listen)")
+    if code not in TIMED_OUT:
+        return PeerResult(probe, False, errno.errorcode.get(code, str(code)))
+    if probe.kind == "udp" and not peer_listens:  # a closed port's ICMP answer may be rate-limited away
+        return PeerResult(probe, None, "no answer, and nothing was asked to echo: a drop cannot be told from "
+                                       "silence (doctor --fleet --peers makes every peer echo)")
+    return PeerResult(probe, False, "timed out: dropped on the way")
+
+
+def _retried(probe: PeerProbe, timeout: float, peer_listens: bool) -> int:
+    """The attempt's errno, after one more try on a timeout and, where the peer listens, up to
+    REFUSED_RETRIES more on a refusal (its listener may not be up yet)."""
+    code = _attempt(probe, timeout)
+    if code in TIMED_OUT:
+        time.sleep(RETRY_AFTER_S)
+        code = _attempt(probe, timeout)
+    for _ in range(REFUSED_RETRIES if peer_listens else 0):
+        if code != errno.ECONNREFUSED:
+            break
+        time.sleep(RETRY_AFTER_S)
+        code = _attempt(probe, timeout)
+    return code
+
+
+def _attempt(probe: PeerProbe, timeout: float) -> int:
+    """0 for an open port (tcp connected, or udp answered), else an errno."""
+    kind = socket.SOCK_STREAM if probe.kind == "tcp" else socket.SOCK_DGRAM
+    with socket.socket(socket.AF_INET, kind) as sock:
         sock.settimeout(timeout)
         try:
             sock.bind((probe.source, 0))
-            code = sock.connect_ex((probe.target, probe.port))
+            if probe.kind == "tcp":
+                return sock.connect_ex((probe.target, probe.port))
+            sock.connect((probe.target, probe.port))  # connected: a closed port's ICMP error arrives as ECONNREFUSED
+            sock.send(b"gpunet")
+            sock.recv(16)
+            return 0
+        except TimeoutError:
+            return errno.ETIMEDOUT
         except OSError as exc:
-            return PeerResult(probe, False, str(exc))
-    if code in (0, errno.ECONNREFUSED):
-        return PeerResult(probe, True, "open" if code == 0 else "refused: reachable, nothing listening")
-    return PeerResult(probe, False, "timed out: dropped on the way" if code in (errno.EAGAIN, errno.ETIMEDOUT,
-                                                                                 errno.EINPROGRESS)
-                      else errno.errorcode.get(code, str(code)))
+            return exc.errno or errno.EIO
+
+
+@contextmanager
+def listen_for_peers(plan: Plan, node: Node) -> Iterator[int]:
+    """Listen on the sample ports of every flow this node accepts (tcp: accept and close; udp:
+    echo), on its address of the flow's plane, while the body runs and LINGER_S after; yields the
+    number of sockets. A port some service already holds (sshd on 22) answers for itself."""
+    sockets = list(_bound(plan, node))
+    stop = threading.Event()
+    threads = [threading.Thread(target=_serve, args=(sock, kind, stop), daemon=True) for sock, kind in sockets]
+    for thread in threads:
+        thread.start()
+    try:
+        yield len(sockets)
+        time.sleep(LINGER_S)
+    finally:
+        stop.set()
+        for sock, _ in sockets:
+            sock.close()
+
+
+def _bound(plan: Plan, node: Node) -> Iterator[tuple[socket.socket, str]]:
+    for flow in plan.inbound_flows.get(node.name, []):
+        local = next((i for i in node.interfaces if i.plane == flow.plane and i.address), None)
+        protocol = "tcp" if flow.protocol == "any" else flow.protocol
+        for port in sample_ports(flow) if local and local.address else ():
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM if protocol == "tcp" else socket.SOCK_DGRAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((str(IPv4Interface(local.address).ip), port))  # type: ignore[union-attr]
+                if protocol == "tcp":
+                    sock.listen(64)
+                sock.settimeout(0.2)
+            except OSError:
+                sock.close()
+                continue
+            yield sock, protocol
+
+
+def _serve(sock: socket.socket, kind: str, stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            if kind == "tcp":
+                sock.accept()[0].close()
+            else:
+                data, peer = sock.recvfrom(64)
+                sock.sendto(data, peer)
+        except (TimeoutError, OSError):
+            continue

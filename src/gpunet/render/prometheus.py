@@ -237,6 +237,6 @@ def exporter_alerts() -> list[Alert]:
               f" check {branches}{{{{ else }}}}GN-LINK-01{{{{ end }}}}"),
         Alert("GpunetExporterDown", 'up{job="gpunet"} == 0', "2m", "critical",
               "The gpunet exporter of {{ $labels.node }} does not answer", "GN-PEER-01",
-              "From another node: gpunet doctor --plan plan.json --peers, checks GN-PEER-01 and GN-FW-01"
+              "From another node: gpunet doctor --plan plan.json --peers, checks GN-PEER-01 and GN-FW-02"
               f" (is {{{{ $labels.node }}}} up, and port {GPUNET_EXPORTER_PORT} open to the monitoring subnet?)"),
     ]
