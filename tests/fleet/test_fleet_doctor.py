@@ -57,8 +57,10 @@ def test_nodes_with_different_fixes_are_never_folded_together() -> None:
 
 
 def test_the_command_each_node_runs() -> None:
-    assert doctor_command(["gpunet"], "/etc/gpunet/plan.json", peers=True, interval=2) == [
-        "gpunet", "doctor", "--plan", "/etc/gpunet/plan.json", "--json", "--interval", "2", "--peers"]
+    assert doctor_command(["gpunet"], "/etc/gpunet/plan.json", peers=True, interval=2, nodes="gpu[1-8]") == [
+        "gpunet", "doctor", "--plan", "/etc/gpunet/plan.json", "--json", "--interval", "2", "--peers", "--listen",
+        "--listening", "gpu[1-8]"]
+    assert doctor_command(["gpunet"], "/etc/gpunet/plan.json", peers=False, interval=2)[-1] == "2"
 
 
 @pytest.mark.lab
