@@ -16,6 +16,7 @@ from gpunet.cli import bench, doctor, exporter, fleet, lab
 from gpunet.cli.console import cell, stderr, stdout
 from gpunet.cli.errors import EXIT_BAD_INPUT, handles_errors
 from gpunet.errors import SpecProblem
+from gpunet.model.flows import Flow
 from gpunet.model.plan import Plan
 from gpunet.render import TARGETS
 from gpunet.render.plan_files import summary
@@ -132,6 +133,31 @@ def render(
         stdout.print(f"  {path}")
     if len(changed) > 20:
         stdout.print(f"  ... and {len(changed) - 20} more (--json lists them all)")
+
+
+@app.command()
+@handles_errors
+def flows(
+    source: Annotated[Path | None, typer.Argument(
+        help="plan.json or spec YAML; the built-in example when omitted.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """The traffic the cluster needs: every flow the firewalls admit, Slurm and NCCL use, doctor checks."""
+    plan_ = api.load_plan(source)
+    if as_json:
+        print(json.dumps([f.model_dump(mode="json") for f in plan_.flows], indent=1))
+        return
+    table = Table("service", "protocol/ports", "plane", "from", "to", "why", box=box.SIMPLE_HEAD, pad_edge=False)
+    for flow in plan_.flows:
+        table.add_row(flow.service, f"{flow.protocol}{'/' + flow.ports if flow.ports else ''}", flow.plane,
+                      cell(_sources(flow)), cell(flow.to_nodes or ", ".join(flow.to_hosts)), cell(flow.why))
+    stdout.print(table)
+
+
+def _sources(flow: Flow) -> str:
+    if flow.from_anywhere:
+        return "anywhere"
+    return ", ".join([flow.from_nodes] * bool(flow.from_nodes) + list(flow.from_subnets))
 
 
 @app.command()

@@ -24,6 +24,7 @@ from gpunet.model.types import (
     PortsText,
     Subnet,
     Subnet6,
+    UserName,
     Why,
 )
 from gpunet.model.units import INFINIBAND_SPEEDS_GBPS, speed_gbps, speed_name
@@ -121,6 +122,7 @@ class SiteSpec(Frozen):
     dns_servers: tuple[AnyAddressText, ...] = ()
     ntp_servers: tuple[HostOrAddress, ...] = ()
     bastion: DomainName | None = None  # a node of the plan (login01) or a host outside it
+    admin_user: UserName = "root"  # who admins log in as (ssh_config's User)
     admin_subnet: Subnet | None = None  # where admins SSH from (management firewall)
     monitoring: Subnet | None = None  # Prometheus server(s), allowed to scrape exporters
     scheduler: SchedulerSpec | None = None

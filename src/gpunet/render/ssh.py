@@ -8,6 +8,7 @@ from gpunet.render.quote import token
 
 SSHD_PATH = "etc/ssh/sshd_config.d/50-gpunet.conf"
 SSH_CONFIG_PATH = "ssh_config"
+IDENTITY_FILE = "~/.ssh/id_ed25519"
 # Algorithms every OpenSSH since 7.4 (RHEL 8, Ubuntu 18.04) knows: an unknown name stops sshd.
 KEX = "curve25519-sha256,curve25519-sha256@libssh.org,diffie-hellman-group16-sha512,diffie-hellman-group18-sha512"
 CIPHERS = "chacha20-poly1305@openssh.com,aes256-gcm@openssh.com,aes128-gcm@openssh.com,aes256-ctr,aes128-ctr"
@@ -54,9 +55,14 @@ def render_ssh_config(plan: Plan) -> str:
     lines = [header("ssh_config").rstrip(), "# For admins: ssh -F ssh_config gpu001"]
     if bastion:
         lines += ["", f"Host {bastion}", "    ProxyJump none"]
+    # Each node's address, so `ssh gpu001` works from this file alone (no DNS for the cluster).
+    lines += [f"Host {token(n.name, 'node')}\n    HostName {n.management_ip}" for n in plan.nodes if n.management_ip]
     # The bastion's block comes first: ssh takes the first value it finds, so its glob here
     # (login?? say) does not send it through itself.
-    lines += ["", f"Host {host_patterns([n.name for n in plan.nodes])}"]
+    lines += ["", f"Host {host_patterns([n.name for n in plan.nodes])}",
+              f"    User {token(plan.site.admin_user, 'site.admin_user')}",
+              "    # The key the nodes' sshd accepts (keys only): gpunet renders no password login.",
+              f"    IdentityFile {IDENTITY_FILE}", "    IdentitiesOnly yes"]
     if bastion:
         lines.append(f"    ProxyJump {bastion}")
     lines += [

@@ -6,7 +6,7 @@ from __future__ import annotations
 from gpunet.model.plan import Node, Plan
 from gpunet.model.tuning import PLANNING_RTT_S, fastest_tcp_gbps, tcp_buffer_max
 from gpunet.model.types import port_range
-from gpunet.render.common import header
+from gpunet.render.common import header, shared_subnet_groups
 
 NET_PATH = "etc/sysctl.d/90-gpunet-net.conf"  # per network namespace keys
 HOST_PATH = "etc/sysctl.d/91-gpunet-host.conf"  # keys that exist only in the host's namespace
@@ -35,6 +35,10 @@ net.ipv4.ip_local_port_range = {_ports(plan)}
 # Accept backlog for many peers connecting at once (NCCL bootstrap, MPI wire-up).
 net.core.somaxconn = 8192
 net.ipv4.tcp_max_syn_backlog = 8192
+""" + (MULTI_NIC if any(shared_subnet_groups(node)) else "")
+
+
+MULTI_NIC = """\
 # Several NICs on one subnet: answer ARP only for addresses on the asking interface, announce
 # with the interface's own address, and use loose reverse-path filtering, so replies leave by
 # the NIC they arrived on (with the per-NIC routing tables of the network config).

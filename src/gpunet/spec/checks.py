@@ -38,10 +38,27 @@ def spec_warnings(spec: Spec) -> list[SpecProblem]:
     if not site.ntp_servers:
         found.append(SpecProblem("no NTP servers: clocks drift apart (Slurm, Kerberos and logs need them to agree)",
                                  ("site",), "add site.ntp_servers: [<address>]"))
+    found += list(_needless_third_tier(spec))
     if site.scheduler is None and gpus > 1:
         found.append(SpecProblem("no scheduler: no Slurm ports are opened in the firewalls", ("site",),
                                  "add site.scheduler: {controller: <node running slurmctld>}"))
     return found
+
+
+def _needless_third_tier(spec: Spec) -> Problems:
+    """A forced three-tier plane whose endpoints two tiers of the same switches hold (k*k/2 at 1:1):
+    a core layer and two more hops for the same bisection."""
+    for name, plane in spec.planes.items():
+        if plane.fabric.style != "three-tier":
+            continue
+        endpoints = sum(len(parse_nodeset(g.nodes)) * g.nics[name].count for g in spec.groups if name in g.nics)
+        wanted = max(endpoints, plane.fabric.planned_nodes or 0)
+        radix = plane.fabric.switch.radix
+        if wanted <= radix * radix // 2:
+            yield SpecProblem(f"three tiers for {wanted} endpoints, which two tiers of {radix}-port switches hold "
+                              f"(up to {radix * radix // 2}): a core layer and two more hops for the same bisection",
+                              ("planes", name, "fabric", "style"), "use spine-leaf (or auto) unless the plane will "
+                              "grow past two tiers; planned_nodes sizes for growth")
 
 
 def _scheduler(spec: Spec) -> Problems:
