@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpunet.checks import CHECKS, Context, run_checks
-from gpunet.model.state import BondSlave, BondState, InterfaceState, NodeState, Route, SnmpCounters
+from gpunet.model.state import BondSlave, BondState, InterfaceState, NodeState, RdmaStack, Route, SnmpCounters
 from gpunet.probe.parsers import parse_env_file
 from gpunet.render.nccl import render_nccl_env
 from tests.render.rendered import example_plan
@@ -32,7 +32,7 @@ def healthy(**changes: Any) -> NodeState:
         snmp=SnmpCounters(groups={"Tcp": {"OutSegs": 1000, "RetransSegs": 0}}),
         sysctls={"net.ipv4.tcp_rmem": "4096 131072 16777216", "net.ipv4.tcp_wmem": "4096 65536 16777216"},
         resolved=resolved, sshd={"passwordauthentication": "no", "kbdinteractiveauthentication": "no"},
-        nccl_env=parse_env_file(render_nccl_env(PLAN, NODE)),
+        nccl_env=parse_env_file(render_nccl_env(PLAN, NODE)), rdma=RdmaStack(nccl="libnccl.so.2.21.5"),
         interval_s=2.0, rates={"Tcp/OutSegs": 500.0, "Tcp/RetransSegs": 0.0},
     )
     return state.model_copy(update=changes)
@@ -47,7 +47,7 @@ def test_a_state_as_planned_passes_everything() -> None:
     assert not [f for f in findings if f.verdict in ("fail", "warn")]
     assert {f.check for f in findings if f.verdict == "pass"} >= {
         "GN-LINK-01", "GN-LINK-02", "GN-MTU-01", "GN-ADDR-01", "GN-ROUTE-01", "GN-ROUTE-02", "GN-BOND-01",
-        "GN-TCP-01", "GN-TCP-02", "GN-DNS-01", "GN-SSH-01", "GN-NCCL-01", "GN-CNT-01"}
+        "GN-TCP-01", "GN-TCP-02", "GN-DNS-01", "GN-SSH-01", "GN-NCCL-01", "GN-NCCL-02", "GN-CNT-01"}
 
 
 def test_each_drift_fails_its_own_check() -> None:

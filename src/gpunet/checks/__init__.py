@@ -7,8 +7,10 @@ from gpunet.checks.firewall import FIREWALL_CHECKS
 from gpunet.checks.host import HOST_CHECKS
 from gpunet.checks.links import LINK_CHECKS
 from gpunet.checks.peers import PEER_CHECKS
+from gpunet.checks.stack import STACK_CHECKS
 
-CHECKS: dict[str, Check] = {c.id: c for c in (*LINK_CHECKS, *HOST_CHECKS, *FIREWALL_CHECKS, *PEER_CHECKS)}
+CHECKS: dict[str, Check] = {c.id: c for c in (*LINK_CHECKS, *HOST_CHECKS, *STACK_CHECKS, *FIREWALL_CHECKS,
+                                              *PEER_CHECKS)}
 
 
 def run_checks(ctx: Context) -> list[Finding]:

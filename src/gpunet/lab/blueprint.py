@@ -101,17 +101,18 @@ LabAddresses = dict[tuple[str, str], IPv4Interface]  # (node, device) -> lab add
 def lab_view(plan: Plan, addressing: dict[str, PlaneAddressing], lab_addr: LabAddresses,
              host: IPv4Interface | None = None) -> Plan:
     """The plan as the lab built it, which is what doctor compares a lab server with: the lab's
-    subnets, gateways and addresses; no bonds (a bond's address and name on its first member, the
+    subnets, gateways and addresses; every plane plain Ethernet and no HCAs (veths carry IP, not
+    RDMA); no bonds (a bond's address and name on its first member, the
     other members cabled and idle: this kernel has no bonding); no VLAN tags (no 802.1Q); sources
     of flows and the admin and monitoring ranges in lab addresses (ranges outside every plane
     become the host's address: in the lab the host is the admin and the monitoring box)."""
     planes = tuple(p.model_copy(update={
-        "subnet": str(addressing[p.name].lab_subnet), "subnet6": None, "vlan": None,
+        "subnet": str(addressing[p.name].lab_subnet), "subnet6": None, "vlan": None, "technology": "ethernet",
         "gateway": str(addressing[p.name].to_lab(p.gateway).ip) if p.gateway else None,
     }) for p in plan.planes)
     nodes = tuple(n.model_copy(update={"interfaces": tuple(
         i.model_copy(update={"address": str(lab_addr[n.name, i.name]) if (n.name, i.name) in lab_addr else None,
-                             "address6": None, "vlan": None})
+                             "address6": None, "vlan": None, "hca": None})
         for i in _without_bonds(n))}) for n in plan.nodes)
     taken = [IPv4Interface(i.address).ip for n in nodes for i in n.interfaces if i.address]
     relocate = partial(_lab_source, partial(_lab_network, plan, addressing, host), host, taken)

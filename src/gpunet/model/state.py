@@ -68,6 +68,32 @@ class IbPort(Frozen):
     counters: dict[str, int] = Field(default_factory=dict)
 
 
+class VerbsPort(Frozen):
+    """One port as `ibv_devinfo` shows it: what the verbs library (and so NCCL) sees."""
+
+    port: int
+    state: str  # PORT_ACTIVE, PORT_DOWN, ...
+    link_layer: str | None = None  # InfiniBand | Ethernet
+    active_mtu: int | None = None
+    active_speed: str | None = None  # "50.0 Gbps" (-v only)
+
+
+class VerbsDevice(Frozen):
+    hca: str
+    transport: str | None = None
+    fw_ver: str | None = None
+    ports: tuple[VerbsPort, ...] = ()
+
+
+class RdmaStack(Frozen):
+    """The software NCCL needs on the planned NICs, as found on the node; None: not read."""
+
+    kernel_modules: tuple[str, ...] | None = None  # /proc/modules
+    verbs_devices: tuple[VerbsDevice, ...] | None = None  # ibv_devinfo; None: ibv_devinfo not installed
+    providers: tuple[str, ...] = ()  # rdma-core provider libraries (libmlx5, libefa, ...)
+    nccl: str | None = None  # libnccl's file, its version in the name (libnccl.so.2.21.5)
+
+
 class IbCa(Frozen):
     name: str
     ca_type: str | None = None
@@ -148,6 +174,7 @@ class NodeState(Frozen):
     selinux: str | None = None  # enforcing | permissive | disabled; None: not present
     apparmor: bool | None = None
     nccl_env: dict[str, str] | None = None
+    rdma: RdmaStack = RdmaStack()
     interval_s: float = 0.0
     rates: dict[str, float] = Field(default_factory=dict)  # "eth0/rx_errors" or "Tcp/RetransSegs" per second
     problems: tuple[str, ...] = ()  # probes that could not run, with why

@@ -4,12 +4,14 @@ traffic (nft, firewalld, iptables), and GPUs (NVML, when the driver is there).""
 from __future__ import annotations
 
 import importlib
+import os
 import shutil
+from pathlib import Path
 
 from gpunet.errors import GpunetError
 from gpunet.model.ruleset import Ruleset
-from gpunet.model.state import FirewallState, InterfaceState, NicInfo
-from gpunet.probe.parsers import parse_ethtool_driver, parse_ethtool_stats
+from gpunet.model.state import FirewallState, InterfaceState, NicInfo, RdmaStack, VerbsDevice
+from gpunet.probe.parsers import parse_ethtool_driver, parse_ethtool_stats, parse_ibv_devinfo
 from gpunet.probe.rulesets import parse_iptables_save, parse_nft_ruleset
 from gpunet.runner import CommandRunner
 
@@ -86,3 +88,44 @@ def read_gpus(problems: list[str]) -> tuple[str, ...] | None:
                      for i in range(nvml.nvmlDeviceGetCount()))
     finally:
         nvml.nvmlShutdown()
+
+
+VERBS_UNAVAILABLE = ("Failed to get IB devices list", "No IB devices found")  # no device, or no RDMA in the kernel
+PROVIDER_DIRS = ("usr/lib/*/libibverbs", "usr/lib64/libibverbs", "usr/lib/libibverbs")
+
+
+def read_rdma(run: CommandRunner, root: Path, problems: list[str]) -> RdmaStack:
+    """What NCCL's RDMA transport needs, as found: kernel modules, the verbs devices ibv_devinfo sees,
+    rdma-core's provider libraries, and the NCCL library ldconfig finds."""
+    modules_file = root / "proc" / "modules"
+    modules = tuple(line.split()[0] for line in modules_file.read_text().splitlines() if line.strip()) \
+        if modules_file.exists() else None
+    providers = tuple(sorted({p.name.split("-rdmav")[0].removeprefix("lib") for pattern in PROVIDER_DIRS
+                              for p in root.glob(f"{pattern}/lib*-rdmav*.so")}))
+    return RdmaStack(kernel_modules=modules, verbs_devices=_verbs(run, problems), providers=providers,
+                     nccl=_nccl_library(run, root))
+
+
+def _verbs(run: CommandRunner, problems: list[str]) -> tuple[VerbsDevice, ...] | None:
+    if shutil.which("ibv_devinfo") is None:
+        return None
+    done = run(["ibv_devinfo"], check=False, timeout=20)
+    text = done.stdout + done.stderr
+    if any(message in text for message in VERBS_UNAVAILABLE):
+        return ()
+    try:
+        return parse_ibv_devinfo(done.stdout)
+    except GpunetError as exc:
+        problems.append(f"ibv_devinfo: {exc}")
+        return None
+
+
+def _nccl_library(run: CommandRunner, root: Path) -> str | None:
+    """libnccl's real file name (its version: libnccl.so.2.21.5), from ldconfig's cache."""
+    if shutil.which("ldconfig") is None:
+        return None
+    listed = run(["ldconfig", "-p"], check=False).stdout
+    path = next((line.split("=>")[-1].strip() for line in listed.splitlines() if "libnccl.so" in line), None)
+    if path is None:
+        return None
+    return Path(os.path.realpath(root / path.lstrip("/"))).name

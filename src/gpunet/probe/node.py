@@ -12,7 +12,7 @@ from typing import TypeVar
 from gpunet.errors import GpunetError
 from gpunet.model.state import BondState, IbPort, InterfaceState, NicInfo, NodeState, SnmpCounters
 from gpunet.probe import parsers
-from gpunet.probe.extras import read_firewall, read_gpus, read_nics
+from gpunet.probe.extras import read_firewall, read_gpus, read_nics, read_rdma
 from gpunet.probe.sysfs import read_ib_ports, read_interfaces
 from gpunet.runner import CommandRunner, run_local
 
@@ -46,6 +46,7 @@ def probe_node(
         firewall=read_firewall(run, problems), gpus=read_gpus(problems),
         sysctls=_sysctls(root), resolved=_resolve(hostnames), sshd=_sshd(run, problems),
         selinux=_selinux(root), apparmor=_apparmor(root), nccl_env=_nccl_env(root),
+        rdma=read_rdma(run, root, problems),
         interval_s=interval,
         rates=_rates(first_ifs, interfaces, first_snmp, snmp, interval)
         | _counter_rates(first_ib, ib_ports, first_nics, nics, interval),

@@ -7,7 +7,18 @@ import re
 from typing import Any
 
 from gpunet.errors import ParseError
-from gpunet.model.state import BondSlave, BondState, EthtoolLink, IbCa, IbPort, NicInfo, Route, SnmpCounters
+from gpunet.model.state import (
+    BondSlave,
+    BondState,
+    EthtoolLink,
+    IbCa,
+    IbPort,
+    NicInfo,
+    Route,
+    SnmpCounters,
+    VerbsDevice,
+    VerbsPort,
+)
 
 STAT_LINE = re.compile(r"^\s*([^:\s][^:]*?):\s+(-?\d+)\s*$")
 
@@ -265,3 +276,43 @@ def parse_ethtool_driver(text: str) -> NicInfo:
         raise ParseError("ethtool -i", 1, "no 'driver:' line")
     return NicInfo(driver=fields["driver"], version=fields.get("version") or None,
                    firmware=fields.get("firmware-version") or None, bus_info=fields.get("bus-info") or None)
+
+
+IBV_KEY = re.compile(r"^\s*([a-z_]+):\s*(.*?)\s*$")
+
+
+def parse_ibv_devinfo(text: str) -> tuple[VerbsDevice, ...]:
+    """`ibv_devinfo` (plain or -v): each hca_id block with its ports. Lines that are not `key: value`
+    (libibverbs warnings, "Failed to open device", -v's capability lists) are skipped; "No IB
+    devices found" is an empty result."""
+    devices: list[dict[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        found = IBV_KEY.match(line)
+        if found and (found[1] == "hca_id" or devices):
+            _ibv_line(devices, found[1], found[2], number)
+    return tuple(VerbsDevice(hca=d["hca"], transport=d.get("transport"), fw_ver=d.get("fw_ver"),
+                             ports=tuple(VerbsPort(**p) for p in d["ports"])) for d in devices)
+
+
+def _ibv_line(devices: list[dict[str, Any]], key: str, value: str, number: int) -> None:
+    """One `key: value` line into the device (or port) it belongs to."""
+    if key == "hca_id":
+        devices.append({"hca": value, "ports": []})
+        return
+    device = devices[-1]
+    if key == "port":
+        if not value.isdigit():
+            raise ParseError("ibv_devinfo", number, f"port {value!r} is not a number")
+        device["ports"].append({"port": int(value), "state": ""})
+    elif device["ports"] and key in ("state", "link_layer", "active_mtu", "active_speed"):
+        device["ports"][-1][key] = _ibv_value(key, value)
+    elif not device["ports"] and key in ("transport", "fw_ver"):
+        device[key] = value.split(" (", maxsplit=1)[0]
+
+
+def _ibv_value(key: str, value: str) -> Any:
+    """'PORT_ACTIVE (4)' -> 'PORT_ACTIVE'; '4096 (5)' -> 4096; '50.0 Gbps (64)' -> '50.0 Gbps'."""
+    text = value.split(" (", maxsplit=1)[0].strip()
+    if key == "active_mtu":
+        return int(text) if text.isdigit() else None
+    return text
