@@ -9,6 +9,10 @@ import pytest
 
 from gpunet.design import design
 from gpunet.design.layout import leaf_shape, max_down_ports, smallest_balanced_divisor
+from gpunet.errors import SpecError
+from gpunet.model.plan import Plan
+from gpunet.spec.examples import example_text
+from gpunet.spec.loader import parse_spec
 from tests.specs import rail_spec
 
 K = 64  # switch radix
@@ -107,3 +111,30 @@ def test_partly_filled_last_pod_gets_only_the_spines_it_needs() -> None:
     # index (3 pods x 16 links = 48 ports used) give 32 x 2 = 64.
     assert sum(s.tier == "core" for s in plan.switches) == 64
     assert sum(c.tier == "spine_core" for c in plan.links) == 80 * 32
+
+
+def _storage_leaf_ports(plan: Plan, node: str) -> list[tuple[str, str]]:
+    return sorted((link.b.device, link.b.port) for link in plan.links
+                  if link.plane == "storage" and link.tier == "node_leaf" and link.a.device == node)
+
+
+def test_dual_homed_bond_puts_each_member_on_its_own_leaf_at_the_same_port() -> None:
+    text = example_text("scalable-unit")
+    single = design(parse_spec(text)[0])
+    dual = design(parse_spec(text.replace("port_speed: 400G}", "port_speed: 400G}\n      dual_homed: true"))[0])
+    assert len({leaf for leaf, _ in _storage_leaf_ports(single, "gpu001")}) == 1
+    for node in ("gpu001", "gpu032", "stor04"):
+        ports = _storage_leaf_ports(dual, node)
+        assert len(ports) == 2 and ports[0][0] != ports[1][0] and ports[0][1] == ports[1][1], ports
+    # Losing one storage leaf leaves every node with a member up.
+    leaves = {leaf for node in dual.nodes for leaf, _ in _storage_leaf_ports(dual, node.name)}
+    for lost in leaves:
+        assert all({leaf for leaf, _ in _storage_leaf_ports(dual, n.name)} - {lost}
+                   for n in dual.nodes if _storage_leaf_ports(dual, n.name))
+
+
+def test_dual_homing_on_a_single_switch_is_refused() -> None:
+    text = example_text("scalable-unit").replace(
+        "port_speed: 400G}", "port_speed: 400G}\n      style: single-switch\n      dual_homed: true")
+    with pytest.raises(SpecError, match=r":40:7: planes.storage.fabric.dual_homed: .*single-switch has one switch"):
+        parse_spec(text)

@@ -17,7 +17,10 @@ import yaml
 
 from gpunet.checks import CHECKS
 from gpunet.checks import host as host_checks
+from gpunet.design import design
 from gpunet.render import prometheus
+from gpunet.spec.examples import example_text
+from gpunet.spec.loader import parse_spec
 from tests.render.rendered import example_plan
 
 PROMTOOL = shutil.which("promtool")
@@ -165,3 +168,20 @@ def test_config_scrapes_both_jobs_from_file_sd_and_loads_the_rules() -> None:
     assert {job["job_name"]: job["file_sd_configs"] for job in config["scrape_configs"]} == {
         "gpunet": [{"files": ["targets/gpunet.json"]}], "node": [{"files": ["targets/node.json"]}]}
     assert all("scheme" not in job for job in config["scrape_configs"])  # plain http unless the admin adds TLS
+
+
+def _target_nodes(text: str) -> list[str]:
+    plan = design(parse_spec(text)[0])
+    return [g["labels"]["node"] for g in json.loads(prometheus.render_targets(plan, 9100))]
+
+
+def test_targets_are_the_nodes_whose_firewall_admits_the_scrape() -> None:
+    text = example_text("small-ethernet")
+    # stor01-02 lose their management NIC: no scrape flow reaches them, so no target is listed
+    # for an address Prometheus cannot reach.
+    headless = text.replace("    role: storage\n    nics:\n      management: {devices: [eno1]}\n",
+                            "    role: storage\n    nics:\n")
+    assert "stor01" in _target_nodes(text) and len(_target_nodes(text)) == 43
+    assert "stor01" not in _target_nodes(headless) and len(_target_nodes(headless)) == 41
+    # Without a monitoring subnet the firewalls admit no scrape yet: every node stays a target.
+    assert len(_target_nodes(text.replace("  monitoring: 198.18.0.250/32\n", ""))) == 43

@@ -169,7 +169,8 @@ def _tiered(
     if style == "rail-optimized" and any(len(a.interfaces) != nics for a in attached):
         raise problem(plane, "rail-optimized needs the same NIC count on every node of the plane",
                       hint="use style spine-leaf, or put nodes with other NIC counts on their own plane")
-    rails = nics if style == "rail-optimized" else 0
+    # Rails and dual-homing lay out alike: NIC i of a node on leaf i of its group, same port.
+    rails = nics if style == "rail-optimized" or (fabric.dual_homed and nics > 1) else 0
     shape = leaf_shape(rails=rails, nics=nics, nodes_per_leaf=fabric.nodes_per_leaf, radix=model.radix,
                        ratio=fabric.oversubscription.leaf, nic_gbps=basis.nic_gbps, port_gbps=model.port_gbps,
                        min_spines=fabric.min_spines)

@@ -158,6 +158,9 @@ class FabricSpec(Frozen):
     # Fewest spines per pod even when one would carry the load: one spine is a single point
     # of failure. Capped by the uplinks a leaf has.
     min_spines: int = Field(2, ge=1, le=64)
+    # Spread each node's NICs on the plane over as many leaves (an MLAG pair for a 2-NIC bond):
+    # losing one leaf leaves every node connected. Off: a node's NICs share one leaf.
+    dual_homed: bool = False
 
 
 class PlaneSpec(Frozen):

@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from gpunet.model.flows import GPUNET_EXPORTER_PORT, NODE_EXPORTER_PORT
+from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.plan import Node, Plan
 from gpunet.render.common import header
 
@@ -69,12 +70,21 @@ def render_config(plan: Plan) -> str:
 
 
 def render_targets(plan: Plan, port: int) -> str:
-    """file_sd JSON: one target group per node (its labels are its own)."""
+    """file_sd JSON: one target group per node (its labels are its own): the nodes the scrape flow
+    on this port reaches (the ones whose firewall admits the monitoring subnet), every node where
+    the spec names no monitoring subnet (and the firewalls admit no scrape yet)."""
     leaves = compute_leaves(plan)
+    scraped = _scraped(plan, port)
     groups = [{"targets": [f"{_address(node)}:{port}"],
                "labels": {"node": node.name, "group": node.group, "leaf": leaves.get(node.name, "")}}
-              for node in plan.nodes]
+              for node in plan.nodes if scraped is None or node.name in scraped]
     return "[\n" + ",\n".join(f" {json.dumps(group)}" for group in groups) + "\n]\n"  # a node a line
+
+
+def _scraped(plan: Plan, port: int) -> set[str] | None:
+    flows = [f for f in plan.flows if f.port_range and f.port_range.low == port and f.to_nodes
+             and f.service in ("node-exporter", "gpunet-exporter")]
+    return {n for f in flows for n in parse_nodeset(f.to_nodes)} if flows else None
 
 
 def _yaml(data: Any) -> str:

@@ -22,7 +22,7 @@ def spec_problems(spec: Spec) -> list[SpecProblem]:
     checks: tuple[Callable[[Spec], Problems], ...] = (
         _overlapping_subnets, _gateways, _mtus, _unknown_planes, _unused_planes,
         _unique_groups, _unique_nodes, _switch_named_nodes, _devices, _unique_interfaces, _unique_hcas, _bonds,
-        _nic_speeds, _subnet_sizes, _subnet6_sizes, _scheduler, _ports,
+        _nic_speeds, _subnet_sizes, _subnet6_sizes, _scheduler, _ports, _dual_homing,
     )
     return [problem for check in checks for problem in check(spec)]
 
@@ -59,6 +59,18 @@ def _needless_third_tier(spec: Spec) -> Problems:
                               f"(up to {radix * radix // 2}): a core layer and two more hops for the same bisection",
                               ("planes", name, "fabric", "style"), "use spine-leaf (or auto) unless the plane will "
                               "grow past two tiers; planned_nodes sizes for growth")
+
+
+_NO_DUAL_HOMING = {"single-switch": "has one switch", "rail-optimized": "puts each NIC on its own rail leaf already",
+                   "direct": "has no switch"}
+
+
+def _dual_homing(spec: Spec) -> Problems:
+    for name, plane in spec.planes.items():
+        why = _NO_DUAL_HOMING.get(plane.fabric.style)
+        if plane.fabric.dual_homed and why:
+            yield SpecProblem(f"dual_homed spreads a node's NICs over leaves; style {plane.fabric.style} {why}",
+                              ("planes", name, "fabric", "dual_homed"), "use style spine-leaf (or auto)")
 
 
 def _scheduler(spec: Spec) -> Problems:
