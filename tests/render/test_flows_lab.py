@@ -123,10 +123,14 @@ def _sender(plan: Plan, flow: Flow, sources: tuple[str, ...], host_ip: str) -> t
                 None)
 
 
-def dropped_probes(plan: Plan) -> list[Probe]:
-    """Traffic no flow admits: a closed port between two nodes of each plane, and each restricted
-    TCP flow's port from a node outside its sources."""
-    probes = []
+def dropped_probes(plan: Plan, host_ip: str) -> list[Probe]:
+    """Traffic no flow admits: a closed port from the host (admin and monitoring box) to the first
+    node and between two nodes of each plane, and each restricted TCP flow's port from a node
+    outside its sources."""
+    first = plan.nodes[0].name
+    first_ip = address(plan, first, "management")
+    probes = [Probe("", host_ip, first, first_ip, "tcp", CLOSED_PORT, "no flow from the host")
+              ] if first_ip and not admitted(plan, host_ip, first, "management", CLOSED_PORT) else []
     for plane in (p.name for p in plan.planes if p.name != "oob"):
         on = [n.name for n in plan.nodes if address(plan, n.name, plane)]
         if len(on) >= 2 and not admitted(plan, address(plan, on[0], plane) or "", on[-1], plane, CLOSED_PORT):
@@ -201,7 +205,7 @@ def test_every_flow_connects_and_nothing_else_does(example: str) -> None:
     with built_lab(lab_id, example_plan(example), max_nodes=16) as state:
         plan = read_plan(lab_dir(lab_id) / LAB_PLAN)
         host_ip = str(IPv4Interface(state.host_address).ip)
-        expected_open, expected_dropped = flow_probes(plan, host_ip), dropped_probes(plan)
+        expected_open, expected_dropped = flow_probes(plan, host_ip), dropped_probes(plan, host_ip)
         ports: dict[str, set[str]] = {}
         for probe in expected_open + expected_dropped:
             ports.setdefault(probe.target, set()).add(f"{probe.protocol}/{probe.port}")
@@ -210,7 +214,8 @@ def test_every_flow_connects_and_nothing_else_does(example: str) -> None:
             results = attempt(lab_id, state, expected_open + expected_dropped)
     blocked = [(p.why, p.source or "host", p.target, p.protocol, p.port, results[p]) for p in expected_open
                if results[p] != "open"]
-    leaked = [(p.why, p.source, p.target, p.port, results[p]) for p in expected_dropped if results[p] != "dropped"]
+    leaked = [(p.why, p.source or "host", p.target, p.port, results[p]) for p in expected_dropped
+              if results[p] != "dropped"]
     services = {p.why for p in expected_open}
     print(f"{example}: {len(expected_open)} flow probes over {len(services)} services open, "
           f"{len(expected_dropped)} probes outside the flows dropped")
