@@ -85,3 +85,13 @@ def test_plan_from_a_spec_file_and_a_corrupt_previous_plan(tmp_path: Path) -> No
     good = runner.invoke(app, ["plan", str(spec), "-o", str(out), "--fresh", "--json"])
     assert good.exit_code == 0, good.output
     assert json.loads(good.stdout)["cables"]["direct"] == 1
+
+
+def test_flows_json_and_tables_narrow_and_wide(tmp_path: Path) -> None:
+    flows = json.loads(runner.invoke(app, ["flows", "--json"]).stdout)
+    assert {"ssh", "slurmctld", "srun", "job-bootstrap", "ntp", "node-exporter"} <= {f["service"] for f in flows}
+    for columns, reasons in ((80, False), (160, True)):
+        text = runner.invoke(app, ["flows"], env={"COLUMNS": str(columns)}).stdout
+        assert all(len(line) <= columns for line in text.splitlines())
+        assert "…" not in text and "198.18.0.250/32" in text and "60001-63000" in text
+        assert ("Prometheus scrapes" in text) == reasons

@@ -17,6 +17,7 @@ from gpunet.cli.console import cell, stderr, stdout
 from gpunet.cli.errors import EXIT_BAD_INPUT, handles_errors
 from gpunet.errors import SpecProblem
 from gpunet.model.flows import Flow
+from gpunet.model.nodeset import spaced
 from gpunet.model.plan import Plan
 from gpunet.render import TARGETS
 from gpunet.render.plan_files import summary
@@ -147,17 +148,31 @@ def flows(
     if as_json:
         print(json.dumps([f.model_dump(mode="json") for f in plan_.flows], indent=1))
         return
-    table = Table("service", "protocol/ports", "plane", "from", "to", "why", box=box.SIMPLE_HEAD, pad_edge=False)
+    wide = stdout.width >= 150  # the reasons wrap into unreadable slivers on a narrow terminal
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False,
+                  caption=None if wide else "reasons: a terminal of 150 columns, or --json")
+    for name in ("service", "protocol/ports", "plane"):
+        table.add_column(name, no_wrap=True)
+    for name in ("from", "to"):  # room for a /32; fold, never an ellipsis: a cut address is a wrong one
+        table.add_column(name, overflow="fold", min_width=15)
+    if wide:
+        table.add_column("why")
     for flow in plan_.flows:
-        table.add_row(flow.service, f"{flow.protocol}{'/' + flow.ports if flow.ports else ''}", flow.plane,
-                      cell(_sources(flow)), cell(flow.to_nodes or ", ".join(flow.to_hosts)), cell(flow.why))
+        row = [flow.service, f"{flow.protocol}{'/' + flow.ports if flow.ports else ''}", flow.plane,
+               cell(_sources(flow)), cell("\n".join([*_terms(flow.to_nodes), *flow.to_hosts]))]
+        table.add_row(*row, *[cell(flow.why)] * wide)
     stdout.print(table)
+
+
+def _terms(nodes: str) -> list[str]:
+    """A folded NodeSet a pattern a line: a table wraps between patterns, never inside one."""
+    return spaced(nodes).split(", ") if nodes else []
 
 
 def _sources(flow: Flow) -> str:
     if flow.from_anywhere:
         return "anywhere"
-    return ", ".join([flow.from_nodes] * bool(flow.from_nodes) + list(flow.from_subnets))
+    return "\n".join([*_terms(flow.from_nodes), *flow.from_subnets])
 
 
 @app.command()

@@ -52,6 +52,12 @@ def _terms(text: str) -> list[str]:
     return [*terms, text[start:]]
 
 
+def spaced(folded: str) -> str:
+    """A folded NodeSet with a space after each top-level comma, so a table wraps between
+    patterns ("gpu[001-032], stor[01-04]"), never inside one."""
+    return ", ".join(_terms(folded))
+
+
 def _range_size(item: str) -> int:
     match = RANGE_ITEM.fullmatch(item)
     if not match:
