@@ -10,6 +10,7 @@ import typer
 from rich import box
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from gpunet import __version__, api
 from gpunet.cli import bench, doctor, exporter, fleet, lab
@@ -158,7 +159,7 @@ def flows(
     if wide:
         table.add_column("why")
     for flow in plan_.flows:
-        row = [flow.service, f"{flow.protocol}{'/' + flow.ports if flow.ports else ''}", flow.plane,
+        row: list[str | Text] = [flow.service, f"{flow.protocol}{'/' + flow.ports if flow.ports else ''}", flow.plane,
                cell(_sources(flow)), cell("\n".join([*_terms(flow.to_nodes), *flow.to_hosts]))]
         table.add_row(*row, *[cell(flow.why)] * wide)
     stdout.print(table)
