@@ -14,6 +14,7 @@ from pathlib import Path
 from gpunet.errors import LabError, LabUsageError
 from gpunet.lab.addressing import LAB_RANGE
 from gpunet.lab.blueprint import Blueprint, Namespace, build_blueprint
+from gpunet.lab.lldpd import TX_INTERVAL_S, lldpd_available, start_lldpd, wait_for_sockets
 from gpunet.lab.netns import (
     existing_namespaces,
     ip_batch,
@@ -134,10 +135,17 @@ def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> 
         namespaces={n.name: n.kind for n in bp.namespaces},
         servers={n.device: n.name for n in bp.namespaces if n.kind == "server"},
         mgmt_addresses=bp.mgmt_addresses, address_map=bp.address_map,
-        veths=tuple(bp.veths), notes=tuple(bp.notes),
+        veths=tuple(bp.veths), notes=(*bp.notes, _lldp_note()),
         scale_mbit_per_gbit=scale,
         routes={n.name: tuple(c for c in n.commands if c.startswith("route ")) for n in bp.namespaces},
     )
+
+
+def _lldp_note() -> str:
+    if lldpd_available():
+        return (f"lldpd in every server and switch (LLDP every {TX_INTERVAL_S} s): `gpunet cabling check --lab ID` "
+                "reads it")
+    return "no LLDP: lldpd is not installed (Debian package lldpd), so `cabling check --lab` has nothing to read"
 
 
 def _create(bp: Blueprint, run: CommandRunner, progress: Progress) -> None:
@@ -151,6 +159,7 @@ def _create(bp: Blueprint, run: CommandRunner, progress: Progress) -> None:
         ("host route", lambda: _host_side(bp, run)),
         ("names", lambda: _names(bp, run)),
         ("sshd", lambda: _sshd(bp, run)),
+        ("lldpd", lambda: _lldpd(bp)),
     ]
     for done, (name, step) in enumerate(steps):
         progress(name, done, len(steps))
@@ -220,6 +229,19 @@ def _sshd(bp: Blueprint, run: CommandRunner) -> None:
         if ns.kind == "server" and ns.device in bp.mgmt_addresses:
             start_sshd(lab_dir(bp.lab_id), ns.device, bp.mgmt_addresses[ns.device], etc=ETC_NETNS / ns.name,
                        prefix=node_argv_for(bp.lab_id, ns.name, []), run=run)
+
+
+def _lldpd(bp: Blueprint) -> None:
+    """lldpd in every server and switch; the lab works without it (no LLDP, said in its notes)."""
+    if not lldpd_available():
+        return
+    log = lab_dir(bp.lab_id) / "lldpd.log"
+    for ns in bp.namespaces:
+        prefix = node_argv_for(bp.lab_id, ns.name, []) if ns.kind == "server" else ["ip", "netns", "exec", ns.name]
+        start_lldpd(ETC_NETNS / ns.name, ns.device, prefix, log)
+    late = wait_for_sockets([ETC_NETNS / ns.name for ns in bp.namespaces])
+    if late:
+        raise LabError(f"lldpd did not start in {', '.join(p.name for p in late[:3])}; see {log}")
 
 
 def node_argv_for(lab_id: str, namespace: str, command: Sequence[str]) -> list[str]:

@@ -1,0 +1,227 @@
+"""Every planned cable against what the fabric reports: a verdict per cable, and findings that say
+what to do (one per fault: two swapped cables are one finding, "swap the cables in X and Y").
+
+A cable nobody could look at (neither end's device reported) is `unchecked`, and one linked to a
+device the Plan cannot name is `unknown`: neither is a finding, because neither is known wrong."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from typing import Literal
+
+from gpunet.fabric.observed import End, Observation, Seen
+from gpunet.model.base import Frozen
+from gpunet.model.plan import Link, Plan
+from gpunet.model.units import INFINIBAND_SPEEDS_GBPS
+
+Verdict = Literal["ok", "missing", "miswired", "swapped", "speed", "width", "unchecked", "unknown"]
+FindingKind = Literal["missing", "miswired", "swapped", "speed", "width", "unplanned"]
+IB_SPEED_BY_GBPS = {gbps: name for name, gbps in INFINIBAND_SPEEDS_GBPS.items()}
+IB_SPEED_RANK = {name: rank for rank, name in enumerate(["SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR",
+                                                          "XDR"])}
+IB_LANES = 4  # every InfiniBand port gpunet plans is 4x
+
+
+class CableVerdict(Frozen):
+    plane: str
+    a: str  # "gpu001:ib0"
+    b: str  # "comp-leaf001:1"
+    verdict: Verdict
+    observed: str = ""  # what the fabric showed where it is not the plan
+
+
+class CablingFinding(Frozen):
+    kind: FindingKind
+    plane: str | None
+    cables: tuple[str, ...]  # the planned cables involved, "a b" as in cabling.csv
+    observed: str
+    fix: str
+
+
+class CablingReport(Frozen):
+    source: str
+    planes: tuple[str, ...]
+    cables: tuple[CableVerdict, ...]
+    findings: tuple[CablingFinding, ...]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(c.verdict for c in self.cables))
+
+
+def cable_name(link: Link) -> str:
+    return f"{link.a.device}:{link.a.port} {link.b.device}:{link.b.port}"
+
+
+def ends(link: Link) -> tuple[End, End]:
+    return End(link.a.device, link.a.port), End(link.b.device, link.b.port)
+
+
+class _Fabric:
+    """The plan's cables and the reported links, indexed by end."""
+
+    def __init__(self, plan: Plan, observation: Observation, planes: Iterable[str]) -> None:
+        self.observation = observation
+        self.planes = set(planes)
+        self.checked = [link for link in plan.links if link.plane in self.planes]
+        self.cable_at = {end: link for link in plan.links for end in ends(link)}
+        self.seen_at: dict[End, list[Seen]] = defaultdict(list)
+        for seen in observation.links:
+            self.seen_at[seen.a].append(seen)
+            self.seen_at[seen.b].append(seen)
+        self.switches = {s.name for s in plan.switches}
+        self.infiniband = {p.name for p in plan.planes if p.technology == "infiniband"}
+        self.plane_of = {s.name: s.plane for s in plan.switches} | {
+            f"{n.name}:{i.name}": i.plane for n in plan.nodes for i in n.interfaces}
+
+    def far(self, end: End) -> list[End]:
+        return [seen.other(end) for seen in self.seen_at.get(end, ())]
+
+    def looked(self, end: End) -> bool:
+        return end.device in self.observation.looked
+
+    def end_plane(self, end: End) -> str | None:
+        return self.plane_of.get(end.device) or self.plane_of.get(str(end))
+
+
+def check_cabling(plan: Plan, observation: Observation, planes: Iterable[str]) -> CablingReport:
+    fabric = _Fabric(plan, observation, planes)
+    verdicts = {cable_name(link): _verdict(fabric, link) for link in fabric.checked}
+    findings = list(_findings(fabric, verdicts))
+    swapped = {c for f in findings if f.kind == "swapped" for c in f.cables}
+    cables = tuple(v.model_copy(update={"verdict": "swapped"}) if v.verdict == "miswired" and name in swapped else v
+                   for name, v in verdicts.items())
+    return CablingReport(source=observation.source, planes=tuple(sorted(fabric.planes)), cables=cables,
+                         findings=tuple(findings), notes=tuple(observation.notes))
+
+
+def _verdict(fabric: _Fabric, link: Link) -> CableVerdict:
+    a, b = ends(link)
+    base = CableVerdict(plane=link.plane, a=str(a), b=str(b), verdict="ok")
+    direct = next((s for s in fabric.seen_at.get(a, ()) if s.other(a) == b), None)
+    if direct is not None:
+        return _rate(fabric, link, direct, base)
+    far_a, far_b = fabric.far(a), fabric.far(b)
+    if not far_a and not far_b:
+        return base.model_copy(update={"verdict": "missing" if fabric.looked(a) or fabric.looked(b) else "unchecked"})
+    shown = "; ".join([f"{a}–{x}" for x in far_a] + [f"{b}–{y}" for y in far_b])
+    unknown = any(not x.known for x in [*far_a, *far_b])
+    return base.model_copy(update={"verdict": "unknown" if unknown else "miswired", "observed": shown})
+
+
+def _rate(fabric: _Fabric, link: Link, seen: Seen, base: CableVerdict) -> CableVerdict:
+    if seen.width is not None and seen.width < IB_LANES:
+        return base.model_copy(update={"verdict": "width", "observed": f"{seen.width}x{seen.speed or ''}"})
+    expected = _expected_speed(fabric.observation, link.gbps)
+    if seen.speed is not None and expected is not None and seen.speed != expected:
+        return base.model_copy(update={"verdict": "speed", "observed": f"{seen.width or ''}x{seen.speed}"})
+    if seen.gbps is not None and seen.gbps < link.gbps:
+        return base.model_copy(update={"verdict": "speed", "observed": f"{seen.gbps:g} Gbit/s"})
+    return base
+
+
+def _expected_speed(observation: Observation, gbps: int) -> str | None:
+    """The InfiniBand speed the plan's rate means, no faster than the source can show."""
+    planned = IB_SPEED_BY_GBPS.get(gbps)
+    cap = observation.speed_cap
+    if planned is not None and cap is not None and IB_SPEED_RANK[planned] > IB_SPEED_RANK[cap]:
+        return cap
+    return planned
+
+
+def _findings(fabric: _Fabric, verdicts: dict[str, CableVerdict]) -> Iterator[CablingFinding]:
+    used: set[str] = set()
+    for link in fabric.checked:
+        name = cable_name(link)
+        if name in used or verdicts[name].verdict != "miswired":
+            continue
+        finding = _swap(fabric, link, verdicts) or _moved(fabric, link, verdicts) or _miswired(link, verdicts[name])
+        used.update(finding.cables)
+        yield finding
+    for link in fabric.checked:
+        verdict = verdicts[cable_name(link)]
+        if cable_name(link) not in used and verdict.verdict in ("missing", "speed", "width"):
+            yield _simple(fabric, link, verdict)
+    yield from _unplanned(fabric)
+
+
+def _crossings(fabric: _Fabric, link: Link, verdicts: dict[str, CableVerdict]
+               ) -> Iterator[tuple[End, End, End, Link, End]]:
+    """For planned A–B seen at A linked to X, the end of another checked cable Y–X:
+    (A, B, X, that cable, Y), from both ends of the link."""
+    for near, planned_far in (ends(link), ends(link)[::-1]):
+        for x in fabric.far(near):
+            other = fabric.cable_at.get(x)
+            if other is not None and other is not link and cable_name(other) in verdicts:
+                yield near, planned_far, x, other, next(e for e in ends(other) if e != x)
+
+
+def _swap(fabric: _Fabric, link: Link, verdicts: dict[str, CableVerdict]) -> CablingFinding | None:
+    """Planned A–B and Y–X, seen A–X and Y–B: one swap, at X and B."""
+    for near, planned_far, x, other, y in _crossings(fabric, link, verdicts):
+        if planned_far in fabric.far(y):
+            first, second = sorted((x, planned_far))
+            near_first, near_second = sorted((near, y))
+            return CablingFinding(
+                kind="swapped", plane=link.plane, cables=(cable_name(link), cable_name(other)),
+                observed=f"{near}–{x} and {y}–{planned_far}",
+                fix=f"swap the cables in {first} and {second} (or, the same, in {near_first} and {near_second})")
+    return None
+
+
+def _moved(fabric: _Fabric, link: Link, verdicts: dict[str, CableVerdict]) -> CablingFinding | None:
+    """Planned A–B and Y–X, seen A–X and nothing at Y or B: one cable in the wrong port. Told as
+    the move at the switch end (from X to B), whichever of the two cables is looked at first."""
+    for crossing in _crossings(fabric, link, verdicts):
+        near, planned_far, x, other, y = crossing
+        if fabric.far(y) or fabric.far(planned_far):
+            continue
+        cables = (cable_name(link), cable_name(other))
+        if near.device in fabric.switches and x.device not in fabric.switches:  # seen from the other cable
+            near, planned_far, x, y, cables = x, y, near, planned_far, cables[::-1]
+        return CablingFinding(kind="miswired", plane=link.plane, cables=cables,
+                              observed=f"{near}–{x}; nothing at {planned_far} or {y}",
+                              fix=f"move the cable in {x} to {planned_far}; {y} then goes into {x}")
+    return None
+
+
+def _miswired(link: Link, verdict: CableVerdict) -> CablingFinding:
+    a, b = ends(link)
+    return CablingFinding(kind="miswired", plane=link.plane, cables=(cable_name(link),), observed=verdict.observed,
+                          fix=f"re-cable so that {a} meets {b}")
+
+
+FIXES = {
+    "missing": "no link at either end: check that the cable is plugged in at both, then reseat or replace it",
+    "speed": "runs slower than planned: check the cable or optic type and both ports' speed settings",
+    "width": "lanes are down: reseat or replace the cable (a bad lane or connector), then check the port",
+}
+
+
+SIMPLE: dict[str, FindingKind] = {"missing": "missing", "speed": "speed", "width": "width"}
+
+
+def _simple(fabric: _Fabric, link: Link, verdict: CableVerdict) -> CablingFinding:
+    if verdict.verdict == "missing":
+        observed = "no link"
+    elif link.plane in fabric.infiniband:
+        observed = f"{verdict.observed}, planned {IB_LANES}x{_expected_speed(fabric.observation, link.gbps)}"
+    else:
+        observed = f"{verdict.observed}, planned {link.gbps} Gbit/s"
+    return CablingFinding(kind=SIMPLE[verdict.verdict], plane=link.plane, cables=(cable_name(link),),
+                          observed=observed, fix=FIXES[verdict.verdict])
+
+
+def _unplanned(fabric: _Fabric) -> Iterator[CablingFinding]:
+    """Links between ports no planned cable uses, on a checked plane (or to a device the plan lacks)."""
+    for seen in fabric.observation.links:
+        if seen.a in fabric.cable_at or seen.b in fabric.cable_at:
+            continue
+        planes = {fabric.end_plane(e) for e in (seen.a, seen.b)} - {None}
+        if planes and not planes & fabric.planes:
+            continue
+        yield CablingFinding(kind="unplanned", plane=next(iter(planes & fabric.planes), None), cables=(),
+                             observed=f"{seen.a}–{seen.b}", fix="a link the plan does not have: remove it, or "
+                             "add it to the plan")
