@@ -108,22 +108,27 @@ def fault(
     mtu: Annotated[int | None, typer.Option(help="Set this MTU on both ends.")] = None,
     rate: Annotated[str | None, typer.Option(help="Shape to this rate, tc units (100mbit).")] = None,
     delay: Annotated[str | None, typer.Option(help="Add delay (needs netem, e.g. 5ms).")] = None,
+    miswire: Annotated[str | None, typer.Option(
+        help="Another cable's end: the far ends of the two cables change places (the veths move).")] = None,
     lab_id: IdOpt = "a",
     as_json: JsonFlag = False,
 ) -> None:
-    """Break one cable on purpose."""
+    """Break one cable on purpose (or two, with --miswire)."""
     wanted = {"loss": None if loss is None else str(loss), "down": "yes" if down else None,
-              "mtu": None if mtu is None else str(mtu), "rate": rate, "delay": delay}
+              "mtu": None if mtu is None else str(mtu), "rate": rate, "delay": delay, "miswire": miswire}
     chosen = {k: v for k, v in wanted.items() if v is not None}
     if len(chosen) != 1:
-        stderr.print("[red]error[/red] give exactly one of --loss, --down, --mtu, --rate, --delay")
+        stderr.print("[red]error[/red] give exactly one of --loss, --down, --mtu, --rate, --delay, --miswire")
         raise typer.Exit(2)
     (kind, value), = chosen.items()
-    result = faults.apply_fault(lab_id, target, kind, "" if kind == "down" else value)
+    if kind == "miswire":
+        result = faults.apply_miswire(lab_id, target, value)
+    else:
+        result = faults.apply_fault(lab_id, target, kind, "" if kind == "down" else value)
     if as_json:
         print(result.model_dump_json())
     else:
-        stdout.print(f"{result.cable}: {result.kind} {result.value}")
+        stdout.print(cell(f"{result.cable}: {result.kind} {result.value or result.other or ''}"))
 
 
 @app.command()

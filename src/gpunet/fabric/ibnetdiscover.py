@@ -14,8 +14,9 @@ from gpunet.model.base import Frozen
 
 TOOL = "ibnetdiscover"
 KINDS: dict[str, Literal["switch", "ca", "router"]] = {"Switch": "switch", "Ca": "ca", "Rt": "router"}
-HEADER = re.compile(r'^(Switch|Ca|Rt)\s+(\d+)\s+"([^"]+)"\s*(?:#\s*"(.*)"([^"]*))?$')
-PORT = re.compile(r'^\[(\d+)\](?:\([0-9a-fA-F]+\))?\s+"([^"]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*(?:#(.*))?$')
+# Whitespace may be lost (a terminal log turns "Switch\t41" into "Switch41"): \s* where tabs were.
+HEADER = re.compile(r'^(Switch|Ca|Rt)\s*(\d+)\s*"([^"]+)"\s*(?:#\s*"(.*)"([^"]*))?$')
+PORT = re.compile(r'^\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*"([^"]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*(?:#(.*))?$')
 RATE = re.compile(r"\b(\d{1,2})x([A-Z][A-Z0-9]*)\b")
 LID = re.compile(r"\blid (\d+)")
 NOISE = re.compile(r"^(#|ibwarn|ibdebug|ibpanic|\w+=|$)")  # comments, warnings, vendid=0x.. lines
@@ -46,6 +47,8 @@ class IbTopology(Frozen):
 
 
 def parse_ibnetdiscover(text: str) -> IbTopology:
+    """Lines around the records (a terminal log's banner and prompt) are skipped; inside a record
+    (from its header to the next blank line) every line must be understood."""
     nodes: list[IbNode] = []
     links: dict[tuple[tuple[str, int], tuple[str, int]], IbLink] = {}
     current: IbNode | None = None
@@ -56,9 +59,11 @@ def parse_ibnetdiscover(text: str) -> IbTopology:
             nodes.append(current)
         elif port := PORT.match(line):
             if current is None:
-                raise ParseError(TOOL, number, "a port line before any Switch or Ca record")
+                raise ParseError(TOOL, number, "a port line outside a Switch or Ca record")
             _add_link(links, _link(current, port, number))
-        elif not NOISE.match(line):
+        elif not line:
+            current = None
+        elif current is not None and not NOISE.match(line):
             raise ParseError(TOOL, number, f"not an ibnetdiscover line: {line[:80]!r}")
     if not nodes:
         raise ParseError(TOOL, 1, "no Switch or Ca record")

@@ -138,6 +138,7 @@ def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> 
         veths=tuple(bp.veths), notes=(*bp.notes, _lldp_note()),
         scale_mbit_per_gbit=scale,
         routes={n.name: tuple(c for c in n.commands if c.startswith("route ")) for n in bp.namespaces},
+        addresses={n.name: tuple(c for c in n.commands if c.startswith("addr add ")) for n in bp.namespaces},
     )
 
 

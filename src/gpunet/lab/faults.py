@@ -7,8 +7,10 @@ import subprocess
 from collections.abc import Sequence
 
 from gpunet.errors import CommandError, LabError, LabUsageError
+from gpunet.lab.lldpd import wait_until_heard
+from gpunet.lab.miswire import expected_neighbours, miswire_fault, swap_far_ends
 from gpunet.lab.netns import ip_batch, tbf_line
-from gpunet.lab.state import Fault, LabState, VethState, labs_lock, read_state, write_state
+from gpunet.lab.state import Fault, LabState, VethState, lab_dir, labs_lock, read_state, write_state
 from gpunet.runner import CommandRunner, run_local
 
 RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")
@@ -45,9 +47,39 @@ def apply_fault(lab_id: str, target: str, kind: str, value: str = "", run: Comma
         return _apply(lab_id, target, kind, value, run)
 
 
+def apply_miswire(lab_id: str, first: str, second: str, run: CommandRunner = run_local) -> Fault:
+    """The far ends of the cables at `first` and `second` change places (see lab/miswire.py)."""
+    with labs_lock():
+        state = _state(lab_id)
+        fault = miswire_fault(state, find_cable(state, first), find_cable(state, second), (first, second))
+        write_state(state.model_copy(update={"faults": (*state.faults, fault)}))
+        swap_far_ends(state, fault, run)
+        _await_lldp(state, fault, swapped=True)
+        return fault
+
+
+def _await_lldp(state: LabState, fault: Fault, *, swapped: bool) -> None:
+    """Return once LLDP shows the new wiring at both named ends (lldpd hears a moved port within
+    a few seconds), so a `cabling check` right after sees the fault, not a moment in between."""
+    if not any(note.startswith("lldpd in every") for note in state.notes):
+        return
+    expected = expected_neighbours(state, fault, swapped=swapped)
+    wrong = wait_until_heard(expected, lambda ns: _ns_prefix(state, ns))
+    if wrong:
+        raise LabError(f"the miswire is in place but LLDP does not show it yet: {'; '.join(wrong)}")
+
+
+def _ns_prefix(state: LabState, ns: str) -> list[str]:
+    if ns in state.servers.values():
+        return ["nsenter", f"--uts={lab_dir(state.lab_id) / 'uts' / ns}", "ip", "netns", "exec", ns]
+    return ["ip", "netns", "exec", ns]
+
+
 def _apply(lab_id: str, target: str, kind: str, value: str, run: CommandRunner) -> Fault:
     state = _state(lab_id)
     cable = find_cable(state, target)
+    if any(cable.cable in (f.cable, f.other) for f in state.faults if f.kind == "miswire"):
+        raise LabUsageError(f"{cable.cable} is miswired: `gpunet lab heal` it first")
     check_fault_value(kind, value)
     fault = Fault(cable=cable.cable, kind=kind, value=value)
     kept = tuple(f for f in state.faults if not (f.cable == fault.cable and f.kind == kind))
@@ -77,7 +109,7 @@ def check_fault_value(kind: str, value: str) -> None:
         raise LabUsageError(f"--rate {value}: a rate above 0 (100mbit, 1gbit)")
     if kind == "delay" and not DELAY.fullmatch(value):
         raise LabUsageError(f"--delay {value}: a time as tc writes it, e.g. 5ms, 200us, 0.1s")
-    if kind not in ("loss", "down", "mtu", "rate", "delay"):
+    if kind not in ("loss", "down", "mtu", "rate", "delay"):  # miswire has its own entry, apply_miswire
         raise LabUsageError(f"unknown fault {kind!r}")
 
 
@@ -146,11 +178,15 @@ def heal(lab_id: str, target: str | None = None, run: CommandRunner = run_local)
 def _heal(lab_id: str, target: str | None, run: CommandRunner) -> list[Fault]:
     state = _state(lab_id)
     chosen = find_cable(state, target).cable if target else None
-    healed = [f for f in state.faults if chosen is None or f.cable == chosen]
+    healed = [f for f in state.faults if chosen is None or chosen in (f.cable, f.other)]
     by_cable = {v.cable: v for v in state.veths}
     for fault in healed:
         cable = by_cable.get(fault.cable)
-        if cable is None:  # a fault on no cable of this lab: nothing to undo, dropped from the record
+        if cable is None or (fault.other and fault.other not in by_cable):  # on no cable of this lab: dropped
+            continue
+        if fault.kind == "miswire":
+            swap_far_ends(state, fault, run)  # twice is the plan's wiring again
+            _await_lldp(state, fault, swapped=False)
             continue
         for ns, dev in _ends(cable):
             _undo_end(ns, dev, cable, kind=fault.kind, routes=state.routes, run=run)

@@ -10,6 +10,7 @@ console faults are applied again."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -82,11 +83,12 @@ def _start(fabric: SimFabric, state: IbsimState) -> IbsimState:
 
 
 def _spawn(argv: Sequence[str], log: Path, *, env: dict[str, str], stdin: Path | None = None) -> int:
+    """A process of its own session in the log's directory (where libumad2sim leaves its sysfs)."""
     read_fd = os.open(stdin, os.O_RDWR) if stdin else None  # read-write: the console never sees end-of-file
     with log.open("ab") as out:
         process = subprocess.Popen(list(argv), stdin=read_fd if read_fd is not None else subprocess.DEVNULL,
                                    stdout=out, stderr=subprocess.STDOUT, env=os.environ | env,
-                                   start_new_session=True)
+                                   start_new_session=True, cwd=log.parent)
     if read_fd is not None:
         os.close(read_fd)
     return process.pid
@@ -180,7 +182,9 @@ def run_tool(sim_id: str, argv: Sequence[str], *, attach: str | None = None,
     if state is None:
         raise LabError(f"no ibsim {sim_id!r}; `gpunet ibsim up` starts one")
     env = os.environ | state.env(attach=attach or state.attach_point())
-    return subprocess.run(["ibsim-run", *argv], capture_output=True, text=True, env=env, timeout=timeout, check=False)
+    # libumad2sim writes a fake sysfs under ./sys-<pid> of the working directory: the simulator's own.
+    return subprocess.run(["ibsim-run", *argv], capture_output=True, text=True, env=env, timeout=timeout,
+                          check=False, cwd=sim_dir(sim_id))
 
 
 def apply_fault(sim_id: str, fault: IbFault) -> IbsimState:
@@ -213,3 +217,17 @@ def _restart(plan: Plan, state: IbsimState) -> IbsimState:
         (sim_dir(state.sim_id) / log).unlink(missing_ok=True)
     fabric = SimFabric(plan, state.plane, state.notes)
     return _start(fabric, state.model_copy(update={"ibsim_pid": None, "opensm_pid": None}))
+
+
+ROUTED = re.compile(r"osm_ucast_mgr_process: (\w+) tables configured")
+FTREE_ERROR = re.compile(r"ERR [0-9A-F]{4}: (.*(?:fat.?tree|ftree|FTREE).*)$", re.IGNORECASE | re.MULTILINE)
+
+
+def routing_used(state: IbsimState) -> str:
+    """The engine opensm's last sweep routed with, and why ftree was refused if it was."""
+    log = sim_dir(state.sim_id) / "opensm.log"
+    text = log.read_text(errors="replace") if log.exists() else ""
+    engines = ROUTED.findall(text)
+    used = engines[-1] if engines else "none yet"
+    refused = FTREE_ERROR.findall(text)
+    return f"{used} (ftree refused: {refused[-1].strip()})" if refused and used != "ftree" else used

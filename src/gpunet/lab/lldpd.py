@@ -10,8 +10,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+from gpunet.errors import ParseError
+from gpunet.fabric.lldp import parse_lldpcli_json
 
 LLDPD = "lldpd"
 CONF_DIR = "lldpd.d"  # under /etc/netns/<ns>/, seen as /etc/lldpd.d inside the namespace
@@ -59,3 +62,29 @@ def wait_for_sockets(etc_dirs: Sequence[Path], timeout_s: float = 10.0) -> list[
         waiting = [d for d in waiting if not (d / CONF_DIR / Path(SOCKET).name).exists()]
         time.sleep(0.05)
     return waiting
+
+
+def wait_until_heard(expected: Mapping[tuple[str, str], str], prefix: Callable[[str], list[str]],
+                     timeout_s: float = 15.0) -> list[str]:
+    """Poll each (namespace, interface)'s neighbour table until it shows exactly the expected
+    "system:port"; the ones still wrong at the timeout, as "interface: heard X"."""
+    for ns in {ns for ns, _ in expected}:  # rescan interfaces now: a port moved in has a new ifindex
+        subprocess.run([*prefix(ns), *lldpcli_argv("update")], capture_output=True, timeout=10, check=False)
+    deadline = time.monotonic() + timeout_s
+    wrong = [f"{i}: not read yet" for _, i in expected]
+    while time.monotonic() < deadline:
+        wrong = [f"{iface}: heard {heard or 'nobody'}" for (ns, iface), system in expected.items()
+                 if (heard := _heard(prefix(ns), iface)) != [system]]
+        if not wrong:
+            return []
+        time.sleep(0.25)
+    return wrong
+
+
+def _heard(prefix: list[str], interface: str) -> list[str]:
+    done = subprocess.run([*prefix, *lldpcli_argv("-f", "json", "show", "neighbors", "ports", interface)],
+                          capture_output=True, text=True, timeout=10, check=False)
+    try:
+        return sorted(f"{n.system_name}:{n.port_id}" for n in parse_lldpcli_json(done.stdout))
+    except ParseError:
+        return []

@@ -24,6 +24,7 @@ Cable = Annotated[str, StringConstraints(pattern=r"^\S{1,80} \S{1,80}$")]
 # Routes are replayed into `ip -batch` by heal: only `route add` lines of plain words, so a line
 # such as `netns exec ... touch F` in a tampered state file is refused where the file is read.
 RouteLine = Annotated[str, StringConstraints(pattern=r"^route add [A-Za-z0-9_.:/ -]{1,8000}$")]
+AddressLine = Annotated[str, StringConstraints(pattern=r"^addr add [0-9.]{7,15}/\d{1,2} dev [A-Za-z0-9_.-]{1,15}$")]
 Word = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:/-]{0,40}$")]
 Note = Annotated[str, StringConstraints(pattern=r"^[ -~]{1,400}$")]  # printable ASCII, one line
 
@@ -55,7 +56,7 @@ class AddressPair(Frozen):
     lab: InterfaceText
 
 
-FaultKind = Literal["loss", "down", "mtu", "rate", "delay"]
+FaultKind = Literal["loss", "down", "mtu", "rate", "delay", "miswire"]
 
 
 class Fault(Frozen):
@@ -64,6 +65,9 @@ class Fault(Frozen):
     cable: Cable  # "gpu001:ib0 comp-leaf001:1"
     kind: FaultKind
     value: Word = ""
+    # miswire: the two ends named (the cables' far ends changed places) and the second cable
+    near: tuple[CableEnd, CableEnd] | None = None
+    other: Cable | None = None
 
 
 class LabState(Frozen):
@@ -84,6 +88,8 @@ class LabState(Frozen):
     faults: tuple[Fault, ...] = Field(default=())
     # Static routes per namespace: the kernel drops those over a link taken down; heal re-adds them.
     routes: dict[Namespace, tuple[RouteLine, ...]] = Field(default_factory=dict)
+    # Addresses per namespace: a cable end moved to another namespace (a miswire) loses its own.
+    addresses: dict[Namespace, tuple[AddressLine, ...]] = Field(default_factory=dict)
     scale_mbit_per_gbit: float = Field(1.0, gt=0, allow_inf_nan=False)
 
 
@@ -133,7 +139,7 @@ def _not_this_labs(state: LabState, lab_id: str) -> str | None:
         return state.lab_id
     if state.host_if != f"gn{lab_id}h":
         return state.host_if
-    names = [*state.namespaces, *state.servers.values(), *state.routes,
+    names = [*state.namespaces, *state.servers.values(), *state.routes, *state.addresses,
              *(ns for v in state.veths for ns in (v.a_ns, v.b_ns) if ns)]
     return next((name for name in names if not name.startswith(f"gn{lab_id}-")), None)
 
