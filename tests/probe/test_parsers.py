@@ -20,6 +20,8 @@ from gpunet.bench.iperf3 import parse_iperf3_json
 from gpunet.bench.nccl import parse_nccl_tests, parse_nccl_tests_json
 from gpunet.bench.perftest import parse_perftest
 from gpunet.errors import ParseError
+from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
+from gpunet.fabric.lldp import parse_lldpcli_json
 from gpunet.probe.parsers import (
     parse_ethtool_link,
     parse_ethtool_stats,
@@ -55,7 +57,14 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "perftest": parse_perftest,
     "nccl_tests": parse_nccl_tests,
     "nccl_tests_json": parse_nccl_tests_json,  # one case, built from nccl-tests' writer: see its SOURCE.md
+    "lldpcli": parse_lldpcli_json,  # json and json0, lldpd 1.0.x
+    "ibnetdiscover": parse_ibnetdiscover,
 }
+
+
+def recorded(case: Path) -> str:
+    """The output byte for byte: a CRLF capture (a terminal log) keeps its CRs."""
+    return (case / "output.txt").read_bytes().decode()
 
 
 def jsonable(value: Any) -> Any:
@@ -75,7 +84,7 @@ def cases() -> list[tuple[str, Path]]:
 
 @pytest.mark.parametrize(("tool", "case"), cases(), ids=[f"{t}/{c.name}" for t, c in cases()])
 def test_parser_matches_recorded_expectation(tool: str, case: Path) -> None:
-    got = jsonable(PARSERS[tool]((case / "output.txt").read_text()))
+    got = jsonable(PARSERS[tool](recorded(case)))
     expected_file = case / "expected.json"
     if os.environ.get("GPUNET_UPDATE_GOLDEN"):
         expected_file.write_text(json.dumps(got, indent=1, sort_keys=True) + "\n")
@@ -99,7 +108,7 @@ def test_fuzzed_text_raises_nothing_but_parse_error(tool: str, text: str) -> Non
 def test_mangled_real_outputs_raise_nothing_but_parse_error(case: tuple[str, Path], data: st.DataObject) -> None:
     """Real outputs cut short, with lines dropped or bytes changed: still only ParseError."""
     tool, folder = case
-    text = (folder / "output.txt").read_text()
+    text = recorded(folder)
     cut = data.draw(st.integers(0, len(text)))
     noise = data.draw(st.text(max_size=20))
     for variant in (text[:cut], text[:cut] + noise + text[cut:], "\n".join(text.splitlines()[1::2])):
