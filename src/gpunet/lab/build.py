@@ -14,7 +14,7 @@ from pathlib import Path
 from gpunet.errors import LabError, LabUsageError
 from gpunet.lab.addressing import LAB_RANGE
 from gpunet.lab.blueprint import Blueprint, Namespace, build_blueprint
-from gpunet.lab.lldpd import TX_INTERVAL_S, lldpd_available, start_lldpd, wait_for_sockets
+from gpunet.lab.lldpd import TX_INTERVAL_S, lldpd_available, start_lldpd, wait_for_sockets, wait_until_all_heard
 from gpunet.lab.netns import (
     existing_namespaces,
     ip_batch,
@@ -238,11 +238,29 @@ def _lldpd(bp: Blueprint) -> None:
         return
     log = lab_dir(bp.lab_id) / "lldpd.log"
     for ns in bp.namespaces:
-        prefix = node_argv_for(bp.lab_id, ns.name, []) if ns.kind == "server" else ["ip", "netns", "exec", ns.name]
-        start_lldpd(ETC_NETNS / ns.name, ns.device, prefix, log)
+        start_lldpd(ETC_NETNS / ns.name, ns.device, _prefix(bp, ns.name), log)
     late = wait_for_sockets([ETC_NETNS / ns.name for ns in bp.namespaces])
     if late:
         raise LabError(f"lldpd did not start in {', '.join(p.name for p in late[:3])}; see {log}")
+    silent = wait_until_all_heard(_lldp_ports(bp), lambda ns: _prefix(bp, ns))
+    if silent:
+        raise LabError(f"lldpd has not heard a neighbour on {len(silent)} port(s), e.g. {', '.join(silent[:3])}; "
+                       f"see {log}")
+
+
+def _lldp_ports(bp: Blueprint) -> dict[str, set[str]]:
+    """Every cable end in a lab namespace whose far end is one too (the host's side runs no lldpd)."""
+    ports: dict[str, set[str]] = defaultdict(set)
+    for v in bp.veths:
+        if v.a_ns:
+            ports[v.a_ns].add(v.a_if)
+            ports[v.b_ns].add(v.b_if)
+    return dict(ports)
+
+
+def _prefix(bp: Blueprint, ns: str) -> list[str]:
+    kind = next(n.kind for n in bp.namespaces if n.name == ns)
+    return node_argv_for(bp.lab_id, ns, []) if kind == "server" else ["ip", "netns", "exec", ns]
 
 
 def node_argv_for(lab_id: str, namespace: str, command: Sequence[str]) -> list[str]:

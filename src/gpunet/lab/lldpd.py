@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gpunet.errors import ParseError
@@ -79,6 +80,31 @@ def wait_until_heard(expected: Mapping[tuple[str, str], str], prefix: Callable[[
             return []
         time.sleep(0.25)
     return wrong
+
+
+def wait_until_all_heard(ports: Mapping[str, set[str]], prefix: Callable[[str], list[str]],
+                         timeout_s: float = 30.0) -> list[str]:
+    """Poll each namespace's whole neighbour table until every listed interface hears someone:
+    until then a fresh lab's cables would read as missing. The "ns:interface" still silent."""
+    deadline = time.monotonic() + timeout_s
+    silent = dict(ports)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        while silent and time.monotonic() < deadline:
+            heard = dict(zip(silent, pool.map(lambda ns: _heard_on(prefix(ns)), silent), strict=True))
+            silent = {ns: left for ns, interfaces in silent.items() if (left := interfaces - heard[ns])}
+            if silent:
+                time.sleep(0.25)
+    return sorted(f"{ns}:{interface}" for ns, interfaces in silent.items() for interface in interfaces)
+
+
+def _heard_on(prefix: list[str]) -> set[str]:
+    """The local interfaces with at least one neighbour."""
+    done = subprocess.run([*prefix, *lldpcli_argv("-f", "json", "show", "neighbors")], capture_output=True, text=True,
+                          timeout=10, check=False)
+    try:
+        return {n.local_port for n in parse_lldpcli_json(done.stdout)}
+    except ParseError:
+        return set()
 
 
 def _heard(prefix: list[str], interface: str) -> list[str]:
