@@ -111,6 +111,16 @@ def test_a_cable_in_the_wrong_free_port_is_told_as_a_move(small_ethernet: Plan) 
     assert fix == f"move the cable in {x} to {b}; {y} then goes into {x}"
 
 
+def test_a_cable_one_port_off_into_a_free_port_is_told_as_a_move(tiny_ib: Plan) -> None:
+    observation = as_planned(tiny_ib, {"compute"})
+    link = next(link for link in tiny_ib.links if link.tier == "node_leaf" and link.plane == "compute")
+    server, leaf = ends(link)
+    free = End(leaf.device, "7")  # radix 8: ports 5-8 carry no planned cable
+    moved = replace(observation, [seen_of(observation, link)], [Seen(server, free, width=4, speed="HDR")])
+    report = check_cabling(tiny_ib, moved, {"compute"})
+    assert only_finding(report) == ("miswired", (cable_name(link),), f"move the cable in {free} to {leaf}")
+
+
 def test_a_cable_to_a_device_the_plan_lacks_is_unknown_not_a_finding(small_ethernet: Plan) -> None:
     observation = as_planned(small_ethernet, planes_of(small_ethernet))
     link = next(link for link in small_ethernet.links if link.tier == "node_leaf")

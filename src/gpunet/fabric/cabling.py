@@ -137,7 +137,8 @@ def _findings(fabric: _Fabric, verdicts: dict[str, CableVerdict]) -> Iterator[Ca
         name = cable_name(link)
         if name in used or verdicts[name].verdict != "miswired":
             continue
-        finding = _swap(fabric, link, verdicts) or _moved(fabric, link, verdicts) or _miswired(link, verdicts[name])
+        finding = (_swap(fabric, link, verdicts) or _moved(fabric, link, verdicts) or _into_free_port(fabric, link)
+                   or _miswired(link, verdicts[name]))
         used.update(finding.cables)
         yield finding
     for link in fabric.checked:
@@ -184,6 +185,17 @@ def _moved(fabric: _Fabric, link: Link, verdicts: dict[str, CableVerdict]) -> Ca
         return CablingFinding(kind="miswired", plane=link.plane, cables=cables,
                               observed=f"{near}–{x}; nothing at {planned_far} or {y}",
                               fix=f"move the cable in {x} to {planned_far}; {y} then goes into {x}")
+    return None
+
+
+def _into_free_port(fabric: _Fabric, link: Link) -> CablingFinding | None:
+    """Planned A–B, seen A–X where no cable is planned at X and nothing at B: plugged one port off."""
+    for near, planned_far in (ends(link), ends(link)[::-1]):
+        seen = fabric.far(near)
+        if len(seen) == 1 and seen[0] not in fabric.cable_at and seen[0].known and not fabric.far(planned_far):
+            return CablingFinding(kind="miswired", plane=link.plane, cables=(cable_name(link),),
+                                  observed=f"{near}–{seen[0]}; nothing at {planned_far}",
+                                  fix=f"move the cable in {seen[0]} to {planned_far}")
     return None
 
 

@@ -4,7 +4,7 @@ planned name, every planned cable with its width and speed from both ends.
 
 ibsim 0.10 (Debian 12) knows speeds up to HDR: a faster plane is simulated at HDR and judged at
 HDR (Observation.speed_cap), said in the notes. Its default limits, 2048 nodes and 256 switches,
-bound the fabric; a larger plan is sliced as the lab slices (lab/slice.py)."""
+bound the fabric; a larger plan is sliced, keeping the fat tree regular (lab/slice.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from gpunet.errors import LabUsageError
 from gpunet.fabric.cabling import IB_LANES, IB_SPEED_BY_GBPS, IB_SPEED_RANK, ends
 from gpunet.fabric.observed import End
-from gpunet.lab.slice import slice_plan
+from gpunet.lab.slice import even_slice, units_per_pod
 from gpunet.model.plan import Link, Plan
 
 SIM_SPEED_CAP = "HDR"  # the fastest speed ibsim 0.10 parses
@@ -56,9 +56,13 @@ def sim_fabric(plan: Plan, plane: str | None = None) -> SimFabric:
         return SimFabric(plan, chosen, tuple(notes))
     kept = _fitting_slice(plan, chosen)
     notes.append(f"the {chosen} plane has {size[0]} InfiniBand nodes and {size[1]} switches, over ibsim's limits of "
-                 f"{MAX_NODES} and {MAX_SWITCHES}: simulated is a slice of {len(kept.nodes)} servers "
-                 f"({_size(kept, chosen)[0]} nodes)")
+                 f"{MAX_NODES} and {MAX_SWITCHES}: simulated is a slice of {servers_on(kept, chosen)} servers "
+                 f"({_size(kept, chosen)[0]} nodes), the same leaf groups in the first and the last pod")
     return SimFabric(kept, chosen, tuple(notes))
+
+
+def servers_on(plan: Plan, plane: str) -> int:
+    return sum(1 for n in plan.nodes if any(i.plane == plane and i.cabled for i in n.interfaces))
 
 
 def _size(plan: Plan, plane: str) -> tuple[int, int]:
@@ -69,10 +73,10 @@ def _size(plan: Plan, plane: str) -> tuple[int, int]:
 
 
 def _fitting_slice(plan: Plan, plane: str) -> Plan:
-    servers = len(plan.nodes)
-    while servers > 2:
-        servers = int(servers * 0.9)
-        sliced = slice_plan(plan, servers)
+    """The most leaf groups per pod that fit, the same number in the first and the last pod:
+    a regular slice opensm's ftree routing accepts when the whole fabric is regular."""
+    for units in range(units_per_pod(plan), 0, -1):
+        sliced = even_slice(plan, units)
         nodes, switches = _size(sliced, plane)
         if nodes <= MAX_NODES and switches <= MAX_SWITCHES:
             return sliced

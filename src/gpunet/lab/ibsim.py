@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpunet.errors import LabError
-from gpunet.fabric.ibsim import SimFabric, node_id, render_topology, sim_fabric
+from gpunet.fabric.ibsim import SimFabric, node_id, render_topology, servers_on, sim_fabric
 from gpunet.lab.ibsim_state import IbFault, IbsimState, console_lines, read_sim, sim_dir, write_sim
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Plan
@@ -45,7 +45,7 @@ def ibsim_up(plan: Plan, sim_id: str, *, plane: str | None = None, routing: str 
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     (directory / "plan.json").write_text(fabric.plan.model_dump_json())
     state = IbsimState(sim_id=sim_id, plane=fabric.plane, routing=routing, notes=fabric.notes,
-                       sm_node=_first_ca(fabric), servers=len(fabric.plan.nodes))
+                       sm_node=_first_ca(fabric), servers=servers_on(fabric.plan, fabric.plane))
     write_sim(state)  # first: `down` can always find what to stop
     try:
         return _start(fabric, state)
@@ -141,31 +141,51 @@ def ibsim_down(sim_id: str) -> bool:
 
 
 def _kill(pid: int) -> None:
-    """SIGKILL one process we started, if it is still ibsim or opensm (a PID is pinned first)."""
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
-    except OSError:
+    """SIGKILL one process we started, if it is still ibsim or opensm (a PID is pinned first),
+    and reap it when it is our child (a zombie no one reaps outlives a test run)."""
+    if _command(pid) not in ("ibsim", "opensm"):
         return
-    if Path(command.decode(errors="replace")).name not in ("ibsim", "opensm"):
-        return
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return
-    try:
-        signal.pidfd_send_signal(fd, signal.SIGKILL)
-    finally:
-        os.close(fd)
-    deadline = time.monotonic() + 3
-    while Path(f"/proc/{pid}").exists() and _alive(pid) and time.monotonic() < deadline:
+    if _alive(pid):
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            return
+        try:
+            signal.pidfd_send_signal(fd, signal.SIGKILL)
+        finally:
+            os.close(fd)
+    _reap(pid)
+
+
+def _reap(pid: int, timeout_s: float = 3.0) -> None:
+    """Wait for the process to be gone; collect it if it is our child (its leader turns zombie
+    before its threads have exited, and a zombie nobody collects outlives a test run)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        except ChildProcessError:  # not our child: another gpunet process started it
+            if not _alive(pid):
+                return
         time.sleep(0.02)
 
 
-def _alive(pid: int) -> bool:
+def _stat(pid: int) -> tuple[str, str]:
+    """(command name, state) from /proc/PID/stat, readable for a zombie too; ("", "") if gone."""
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+        head, _, tail = Path(f"/proc/{pid}/stat").read_text().rpartition(")")
     except OSError:
-        return False
+        return "", ""
+    return head.partition("(")[2], tail.split()[0]
+
+
+def _command(pid: int) -> str:
+    return _stat(pid)[0]
+
+
+def _alive(pid: int) -> bool:
+    return _stat(pid)[1] not in ("", "Z", "X")
 
 
 def sim_plan(sim_id: str) -> Plan:
@@ -220,7 +240,8 @@ def _restart(plan: Plan, state: IbsimState) -> IbsimState:
 
 
 ROUTED = re.compile(r"osm_ucast_mgr_process: (\w+) tables configured")
-FTREE_ERROR = re.compile(r"ERR [0-9A-F]{4}: (.*(?:fat.?tree|ftree|FTREE).*)$", re.IGNORECASE | re.MULTILINE)
+FTREE_ERROR = re.compile(r"ERR (AB[0-9A-F]{2}): (.*)\n((?:[ \t]+\S.*\n?)*)")  # ftree's codes, with indented detail
+FTREE_GENERIC = "AB0D"  # "Fabric topology hasn't been identified as FatTree": the why comes before it
 
 
 def routing_used(state: IbsimState) -> str:
@@ -229,5 +250,8 @@ def routing_used(state: IbsimState) -> str:
     text = log.read_text(errors="replace") if log.exists() else ""
     engines = ROUTED.findall(text)
     used = engines[-1] if engines else "none yet"
-    refused = FTREE_ERROR.findall(text)
-    return f"{used} (ftree refused: {refused[-1].strip()})" if refused and used != "ftree" else used
+    refused = [(code, " ".join(f"{message} {detail}".split())) for code, message, detail in FTREE_ERROR.findall(text)]
+    if not refused or used == "ftree":
+        return used
+    why = next((m for code, m in reversed(refused) if code != FTREE_GENERIC), refused[-1][1])
+    return f"{used} (ftree refused: {why})"

@@ -17,7 +17,30 @@ def slice_plan(plan: Plan, max_nodes: int) -> Plan:
     """The plan itself when small enough; else chosen nodes with the switches that join them."""
     if len(plan.nodes) <= max_nodes:
         return plan
-    nodes = _choose_nodes(plan, max_nodes)
+    return _sliced(plan, _choose_nodes(plan, max_nodes))
+
+
+def even_slice(plan: Plan, units_per_pod: int) -> Plan:
+    """A slice that keeps a fat tree regular: every server of the first `units_per_pod` leaf
+    groups of the first pod and of the last, so that switches of one tier all have the same
+    number of port groups, as opensm's ftree routing requires (an uneven slice is refused)."""
+    leaf_of = _leaf_of(plan)
+    by_unit = _units(plan, leaf_of)
+    pods = sorted({pod for pod, _ in by_unit})
+    wanted = [u for pod in dict.fromkeys(pods[:1] + pods[-1:]) for u in sorted(u for u in by_unit if u[0] == pod)
+              [:units_per_pod]]
+    return _sliced(plan, _unfabricated(plan, leaf_of) | {n for u in wanted for n in by_unit[u]})
+
+
+def units_per_pod(plan: Plan) -> int:
+    """Leaf groups (scalable units) in the fullest pod."""
+    pods: dict[int, int] = defaultdict(int)
+    for pod, _ in _units(plan, _leaf_of(plan)):
+        pods[pod] += 1
+    return max(pods.values(), default=0)
+
+
+def _sliced(plan: Plan, nodes: set[str]) -> Plan:
     keep_switches = _switches_to_keep(plan, nodes)
     links = tuple(
         c for c in plan.links
@@ -52,21 +75,32 @@ def _choose_nodes(plan: Plan, max_nodes: int) -> set[str]:
     """Nodes spread over the first two leaf groups of the first pod and the first of the last
     pod (intra-leaf, inter-leaf and inter-pod paths), plus one node of every other group."""
     leaf_of = _leaf_of(plan)
-    by_unit: dict[tuple[int, str], list[str]] = defaultdict(list)
-    for node in plan.nodes:
-        leaf = leaf_of.get(node.name)
-        if leaf is not None:
-            by_unit[leaf.pod or 0, str(leaf.su if leaf.su is not None else leaf.name)].append(node.name)
+    by_unit = _units(plan, leaf_of)
     units = sorted(by_unit)
     wanted = units[:2] + [u for u in units if u[0] == units[-1][0]][:1] if units else []
-    chosen = {next(n.name for n in plan.nodes if n.group == g) for g in {n.group for n in plan.nodes}
-              if not any(n.group == g and n.name in leaf_of for n in plan.nodes)}
+    chosen = _unfabricated(plan, leaf_of)
     pools = [by_unit[u] for u in dict.fromkeys(wanted)]
     while len(chosen) < max_nodes and any(pools):
         for pool in pools:
             if pool and len(chosen) < max_nodes:
                 chosen.add(pool.pop(0))
     return chosen
+
+
+def _units(plan: Plan, leaf_of: dict[str, Switch]) -> dict[tuple[int, str], list[str]]:
+    """Nodes by (pod, leaf group): a scalable unit's leaves, or one leaf where there are no units."""
+    by_unit: dict[tuple[int, str], list[str]] = defaultdict(list)
+    for node in plan.nodes:
+        leaf = leaf_of.get(node.name)
+        if leaf is not None:
+            by_unit[leaf.pod or 0, str(leaf.su if leaf.su is not None else leaf.name)].append(node.name)
+    return by_unit
+
+
+def _unfabricated(plan: Plan, leaf_of: dict[str, Switch]) -> set[str]:
+    """One node of every group with no node on the deepest fabric (login, storage)."""
+    return {next(n.name for n in plan.nodes if n.group == g) for g in {n.group for n in plan.nodes}
+            if not any(n.group == g and n.name in leaf_of for n in plan.nodes)}
 
 
 def _switches_to_keep(plan: Plan, nodes: set[str]) -> set[str]:
