@@ -12,11 +12,10 @@ from gpunet.errors import LabError, LabUsageError
 from gpunet.fabric.cabling import ends
 from gpunet.fabric.ibsim import Rate, node_id
 from gpunet.fabric.observed import End
-from gpunet.lab.state import CableEnd, check_id, labs_root
+from gpunet.lab.state import STATE_FILE, CableEnd, check_id, labs_root, write_state_file
 from gpunet.model.base import Frozen
 from gpunet.model.plan import Link, Plan
 
-STATE_FILE = "state.json"
 COUNTER = re.compile(r"^(Port[A-Za-z]{1,40})\.([A-Za-z]{1,40})=(\d{1,19})$")  # PortCounters.SymbolErrorCounter=100
 RATE = re.compile(r"^([124])x(SDR|DDR|QDR|FDR|EDR|HDR)$")  # what ibsim 0.10 can set on a cable
 Routing = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_]{1,20}(,[a-z0-9_]{1,20}){0,4}$")]
@@ -86,11 +85,7 @@ def read_sim(sim_id: str) -> IbsimState | None:
 
 
 def write_sim(state: IbsimState) -> None:
-    directory = sim_dir(state.sim_id)
-    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = directory / f".{STATE_FILE}.tmp"
-    tmp.write_text(state.model_dump_json(indent=1))
-    tmp.replace(directory / STATE_FILE)
+    write_state_file(sim_dir(state.sim_id), state)
 
 
 def cable_at(plan: Plan, end: str) -> Link:

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints, ValidationError
+from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
 from gpunet.errors import LabError, LabUsageError
 from gpunet.lab.addressing import MAX_LABS
@@ -145,7 +145,11 @@ def _not_this_labs(state: LabState, lab_id: str) -> str | None:
 
 
 def write_state(state: LabState) -> None:
-    directory = lab_dir(state.lab_id)
+    write_state_file(lab_dir(state.lab_id), state)
+
+
+def write_state_file(directory: Path, state: BaseModel) -> None:
+    """state.json replaced whole (a reader never sees half a file), in a directory only root reads."""
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = directory / f".{STATE_FILE}.tmp"
     tmp.write_text(state.model_dump_json(indent=1))
