@@ -258,6 +258,13 @@ def _per_nic_tables(per_plane: dict[str, list[tuple[str, IPv4Interface]]]) -> li
     return lines
 
 
+# `gpunet localize` learns each probe flow's path traceroute-style: every hop answers every
+# TTL-expired probe (no ICMP rate limit), from the port the probe came in on (its address names
+# the cable), as a switch with a generous control-plane policy does.
+TRACEABLE = {"net.ipv4.icmp_ratelimit": "0", "net.ipv4.icmp_msgs_per_sec": "100000",
+             "net.ipv4.icmp_msgs_burst": "100000", "net.ipv4.icmp_errors_use_inbound_ifaddr": "1"}
+
+
 def _switch_ns(device: str, name: str, kind: str, mtu: int) -> Namespace:
     """A routed switch forwards with ECMP on the 5-tuple and answers ARP for the hosts it routes to
     (hosts of one plane share a subnet across leaves); a bridge is one flat L2 switch.
@@ -275,7 +282,7 @@ def _switch_ns(device: str, name: str, kind: str, mtu: int) -> Namespace:
         "net.ipv4.fib_multipath_hash_fields": HASH_5_TUPLE, MULTIPATH_SEED: str(zlib.crc32(name.encode()) or 1),
         "net.ipv4.conf.all.proxy_arp": "1", "net.ipv4.conf.all.rp_filter": "0",
         "net.ipv4.conf.default.rp_filter": "0",
-    })
+    } | TRACEABLE)
 
 
 def _hosts_file(plan: Plan, lab_addr: dict[tuple[str, str], IPv4Interface]) -> str:

@@ -1,0 +1,267 @@
+"""The probe agent `gpunet localize` runs on nodes: `python -m gpunet.localize.agent MODE`, the
+work as JSON on stdin, the result as JSON on stdout. Standard library only, no root needed.
+
+* trace: for each flow (a fixed UDP 5-tuple), the hops of its path, Paris-traceroute style: the
+  same ports at every TTL so ECMP hashes every probe onto the same path; hops answer through the
+  socket's error queue (IP_RECVERR), the destination with port-unreachable (nothing listens yet).
+* send: each flow's packets, paced, then an end mark to every destination.
+* serve: counts the packets that arrive, per source address and port, until every expected
+  source has sent its end mark (or the time is up).
+* mtu: one packet of the given size per flow with Don't Fragment; a hop that cannot forward it
+  says so (ICMP fragmentation needed), naming itself and its MTU."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import select
+import socket
+import struct
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+IP_RECVERR = 11  # linux/in.h
+IP_MTU_DISCOVER = 10
+IP_PMTUDISC_PROBE = 3  # set DF, ignore the route's cached path MTU: probe it
+ICMP_TIME_EXCEEDED = 11
+ICMP_UNREACHABLE = 3
+ICMP_PORT_UNREACHABLE = 3
+ICMP_FRAG_NEEDED = 4
+SO_EE_ORIGIN_ICMP = 2
+EXTENDED_ERR = struct.Struct("=IBBBBII")  # struct sock_extended_err
+MEASURE, TRACE, END = b"M", b"T", b"E"
+
+
+@dataclass
+class Flow:
+    flow: int
+    src: str
+    dst: str
+    sport: int
+    dport: int
+
+
+@dataclass
+class IcmpError:
+    kind: int
+    code: int
+    offender: str
+    info: int  # the next-hop MTU for fragmentation needed
+    payload: bytes
+
+
+def open_flow(flow: Flow) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((flow.src, flow.sport))
+    sock.connect((flow.dst, flow.dport))
+    sock.setsockopt(socket.SOL_IP, IP_RECVERR, 1)
+    sock.setblocking(False)
+    return sock
+
+
+def read_errors(sock: socket.socket) -> list[IcmpError]:
+    found: list[IcmpError] = []
+    while True:
+        try:
+            payload, ancdata, _, _ = sock.recvmsg(2048, 512, socket.MSG_ERRQUEUE)
+        except (BlockingIOError, InterruptedError):
+            return found
+        except OSError:
+            return found
+        for level, kind, data in ancdata:
+            if level == socket.SOL_IP and kind == IP_RECVERR and len(data) >= EXTENDED_ERR.size + 8:
+                _, origin, icmp_type, code, _, info, _ = EXTENDED_ERR.unpack_from(data)
+                if origin == SO_EE_ORIGIN_ICMP:
+                    offender = socket.inet_ntoa(data[EXTENDED_ERR.size + 4:EXTENDED_ERR.size + 8])
+                    found.append(IcmpError(icmp_type, code, offender, info, payload))
+
+
+def trace(flows: list[Flow], max_hops: int, last: dict[int, list[str]] | None = None, tries: int = 3,
+          wait: float = 0.25) -> dict[int, dict[str, Any]]:
+    """Per flow: hops (addresses by TTL, "" where none answered) and whether the destination did.
+    `last` gives, per flow, the addresses of the switch before its destination: once one answers,
+    the path is whole. One TTL at a time on every flow's socket: an ICMP error pending on a socket
+    fails its next send."""
+    sockets = {f.flow: open_flow(f) for f in flows}
+    hops: dict[int, dict[int, str]] = {f.flow: {} for f in flows}
+    reached: dict[int, int] = {}
+    ends = {fid: set(addresses) for fid, addresses in (last or {}).items()}
+
+    def whole(fid: int) -> int:
+        """The TTL past which nothing is left to learn."""
+        answered = [t for t, a in hops[fid].items() if a in ends.get(fid, ())]
+        return min([reached.get(fid, max_hops + 1), *(t + 1 for t in answered)])
+
+    try:
+        for _ in range(tries):
+            for ttl in range(1, max_hops + 1):
+                waiting = [fid for fid in sockets if ttl not in hops[fid] and ttl < whole(fid)]
+                for fid in waiting:
+                    for error in _probe(sockets[fid], ttl):
+                        _note(error, fid, hops, reached)
+                if waiting:
+                    _collect({fid: sockets[fid] for fid in waiting}, hops, reached, wait, ttl)
+    finally:
+        for sock in sockets.values():
+            sock.close()
+    return {fid: {"hops": [hops[fid].get(t, "") for t in range(1, whole(fid))], "reached": fid in reached}
+            for fid in sockets}
+
+
+def _probe(sock: socket.socket, ttl: int) -> list[IcmpError]:
+    """Send one probe; the errors of earlier probes read on the way (a pending one fails a send)."""
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_TTL, ttl)
+    errors: list[IcmpError] = []
+    for _ in range(2):
+        try:
+            sock.send(TRACE + bytes([ttl]))
+            break
+        except OSError:
+            errors += read_errors(sock)
+    return errors
+
+
+def _note(error: IcmpError, fid: int, hops: dict[int, dict[int, str]], reached: dict[int, int]) -> None:
+    ttl = error.payload[1] if len(error.payload) > 1 and error.payload[:1] == TRACE else 0
+    if not ttl:
+        return
+    if error.kind == ICMP_TIME_EXCEEDED:
+        hops[fid][ttl] = error.offender
+    elif error.kind == ICMP_UNREACHABLE and error.code == ICMP_PORT_UNREACHABLE:
+        reached[fid] = min(ttl, reached.get(fid, ttl))
+
+
+def _collect(sockets: dict[int, socket.socket], hops: dict[int, dict[int, str]], reached: dict[int, int],
+             wait: float, ttl: int) -> None:
+    """Read the sockets' error queues until each answered `ttl` or `wait` has passed (errors
+    arrive as POLLERR)."""
+    deadline = time.monotonic() + wait
+    pending = dict(sockets)
+    while pending and time.monotonic() < deadline:
+        select.select(list(pending.values()), [], [], max(0.0, min(0.05, deadline - time.monotonic())))
+        for fid, sock in list(pending.items()):
+            for error in read_errors(sock):
+                _note(error, fid, hops, reached)
+            if ttl in hops[fid] or reached.get(fid, ttl + 1) <= ttl:
+                del pending[fid]
+
+
+def send(flows: list[Flow], packets: int, rate: float, size: int) -> dict[int, int]:
+    """`packets` per flow, round-robin over the flows at `rate` packets per second in all; then
+    five end marks to each destination. Returns what each flow sent."""
+    sockets = {f.flow: open_flow(f) for f in flows}
+    sent: Counter[int] = Counter()
+    body = b"\0" * max(0, size - 1)
+    gap = 1.0 / rate if rate > 0 else 0.0
+    start = time.monotonic()
+    count = 0
+    try:
+        for _ in range(packets):
+            for fid, sock in sockets.items():
+                try:
+                    sock.send(MEASURE + body)
+                    sent[fid] += 1
+                except OSError:
+                    read_errors(sock)
+                count += 1
+                ahead = start + count * gap - time.monotonic()
+                if ahead > 0:
+                    time.sleep(ahead)
+        time.sleep(0.05)
+        for flow in {(f.src, f.dst): f for f in flows}.values():  # every source address, to each receiver
+            for _ in range(5):
+                with contextlib.suppress(OSError):
+                    sockets[flow.flow].send(END + flow.src.encode())
+            time.sleep(0.002)
+    finally:
+        for sock in sockets.values():
+            sock.close()
+    return dict(sent)
+
+
+def serve(port: int, sources: list[str], seconds: float) -> dict[str, Any]:
+    """Counts measurement packets per "source:port" until every source sent its end mark; says
+    "ready" on stderr once listening, so senders start only then."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 * 2**20)
+    sock.bind(("0.0.0.0", port))
+    print("ready", file=sys.stderr, flush=True)
+    counts: Counter[str] = Counter()
+    ended: set[str] = set()
+    deadline = time.monotonic() + seconds
+    grace = None
+    while time.monotonic() < deadline and (grace is None or time.monotonic() < grace):
+        ready, _, _ = select.select([sock], [], [], 0.1)
+        if not ready:
+            continue
+        data, (address, sport) = sock.recvfrom(65535)
+        if data[:1] == MEASURE:
+            counts[f"{address}:{sport}"] += 1
+        elif data[:1] == END:
+            ended.add(data[1:].decode(errors="replace"))
+            if ended >= set(sources) and grace is None:
+                grace = time.monotonic() + 0.2  # late packets of the last flows
+    sock.close()
+    return {"counts": dict(counts), "ended": sorted(ended)}
+
+
+def mtu(flows: list[Flow], size: int, tries: int = 3, wait: float = 0.3) -> dict[int, dict[str, Any]]:
+    """Per flow: a hop that refused a `size`-byte packet with DF (its address and MTU), or none."""
+    sockets = {f.flow: open_flow(f) for f in flows}
+    for sock in sockets.values():
+        sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_PROBE)
+    refused: dict[int, dict[str, Any]] = {}
+    payload = TRACE + bytes([0]) + b"\0" * max(0, size - 28 - 2)  # 28: the IPv4 and UDP headers
+    try:
+        for _ in range(tries):
+            for fid, sock in sockets.items():
+                if fid not in refused:
+                    _send_big(sock, payload, fid, refused)
+            _await_refusals(sockets, refused, wait)
+    finally:
+        for sock in sockets.values():
+            sock.close()
+    return {f.flow: refused.get(f.flow, {}) for f in flows}
+
+
+def _send_big(sock: socket.socket, payload: bytes, fid: int, refused: dict[int, dict[str, Any]]) -> None:
+    try:
+        sock.send(payload)
+    except OSError as exc:  # the sender's own interface is smaller
+        refused[fid] = {"hop": "", "mtu": 0, "local": str(exc)}
+
+
+def _await_refusals(sockets: dict[int, socket.socket], refused: dict[int, dict[str, Any]], wait: float) -> None:
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        for fid, sock in sockets.items():
+            for error in read_errors(sock):
+                if error.kind == ICMP_UNREACHABLE and error.code == ICMP_FRAG_NEEDED:
+                    refused[fid] = {"hop": error.offender, "mtu": error.info}
+        time.sleep(0.02)
+
+
+def main() -> None:
+    mode = sys.argv[1] if len(sys.argv) > 1 else ""
+    work = json.load(sys.stdin)
+    flows = [Flow(**f) for f in work.get("flows", [])]
+    if mode == "trace":
+        last = {int(fid): addresses for fid, addresses in work.get("last", {}).items()}
+        result: Any = trace(flows, int(work["max_hops"]), last)
+    elif mode == "send":
+        result = send(flows, int(work["packets"]), float(work["rate"]), int(work.get("size", 64)))
+    elif mode == "serve":
+        result = serve(int(work["port"]), list(work["sources"]), float(work["seconds"]))
+    elif mode == "mtu":
+        result = mtu(flows, int(work["size"]))
+    else:
+        raise SystemExit("usage: python -m gpunet.localize.agent trace|send|serve|mtu < work.json")
+    json.dump(result, sys.stdout)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,243 @@
+"""Path-aware probing of a routed plane: pick node pairs across leaves, give each pair enough
+source ports that every equal-cost uplink carries probes, learn each flow's path (the probe
+agent's trace), count each flow's losses (send and serve), and turn the hops into the Plan's
+cables. The blame itself is tomography.blame, a pure function.
+
+Hops name cables by the address of the port the probe came in on (a switch answering from its
+inbound port: the lab sets icmp_errors_use_inbound_ifaddr). A hop that names no known port, or a
+path that does not follow the Plan's cables, leaves its flow out: it is counted, never guessed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpunet.errors import LabError
+from gpunet.fabric.cabling import cable_name
+from gpunet.fabric.observed import End
+from gpunet.localize.tomography import PathSample
+from gpunet.model.plan import Link, Plan
+
+NodeCommand = Callable[[str, Sequence[str]], list[str]]  # (node, argv) -> the argv that runs it there
+PROBE_PORT = 33434  # UDP, traceroute's
+FIRST_SOURCE_PORT = 40000
+AGENT = (sys.executable, "-m", "gpunet.localize.agent")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    node: str
+    interface: str
+    address: str
+    leaf: str
+    cable: Link
+
+
+@dataclass(frozen=True)
+class ProbeFlow:
+    flow: int
+    src: Endpoint
+    dst: Endpoint
+    sport: int
+
+    def agent(self) -> dict[str, Any]:
+        return {"flow": self.flow, "src": self.src.address, "dst": self.dst.address, "sport": self.sport,
+                "dport": PROBE_PORT}
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    flows_per_pair: int = 12
+    packets: int = 60  # per flow
+    rate: float = 3000.0  # packets per second per sending node: far below every lab link's shaped rate
+    size: int = 64  # bytes of UDP payload
+    seconds: float = 45.0  # the most a receiver waits for its senders
+
+
+@dataclass
+class PlaneProbe:
+    plane: str
+    flows: int = 0
+    learned: int = 0  # flows whose whole path was learned
+    samples: list[PathSample] = field(default_factory=list)
+    covered: set[str] = field(default_factory=set)  # cables some learned flow crossed
+    cables: set[str] = field(default_factory=set)  # the plane's cables
+    notes: list[str] = field(default_factory=list)
+
+
+class HopMap:
+    """A hop's address -> the switch port it answered from, and the cable there."""
+
+    def __init__(self, plan: Plan, ports: Mapping[str, End], devices: Mapping[str, str]) -> None:
+        self.ports = dict(ports)  # addresses of switch ports
+        self.device_of = {**devices, **{address: end.device for address, end in ports.items()}}
+        self.cable_at = {End(p.device, p.port): link for link in plan.links for p in (link.a, link.b)}
+
+    def path(self, flow: ProbeFlow, hops: Sequence[str]) -> tuple[str, ...] | None:
+        """The cables a flow crossed, or None when its hops do not follow the Plan's cables."""
+        answered = list(hops)
+        while answered and not answered[-1]:
+            answered.pop()
+        if not answered or "" in answered or self.device_of.get(answered[0]) != flow.src.leaf:
+            return None  # the first hop answers from a port with no address of its own: its device is enough
+        cables = [flow.src.cable]
+        device = flow.src.leaf
+        for address in answered[1:]:
+            end = self.ports.get(address)
+            link = self.cable_at.get(end) if end else None
+            if end is None or link is None or device not in (link.a.device, link.b.device):
+                return None
+            cables.append(link)
+            device = end.device
+        if device != flow.dst.leaf:
+            return None
+        cables.append(flow.dst.cable)
+        return tuple(cable_name(c) for c in cables)
+
+
+def endpoints(plan: Plan, plane: str) -> list[Endpoint]:
+    """Every addressed, cabled node interface of the plane, under its leaf."""
+    cable_at = {(link.a.device, link.a.port): link for link in plan.links if link.tier == "node_leaf"}
+    found = []
+    for node in plan.nodes:
+        for iface in node.interfaces:
+            link = cable_at.get((node.name, iface.name))
+            if iface.plane == plane and iface.address and link is not None:
+                found.append(Endpoint(node.name, iface.name, iface.address.split("/")[0], link.b.device, link))
+    return found
+
+
+def pairs(found: Sequence[Endpoint]) -> list[tuple[Endpoint, Endpoint]]:
+    """Each endpoint sends to one on another leaf, leaves taken in turn so every leaf sends to and
+    receives from several others; on a one-leaf plane, to the next endpoint."""
+    by_leaf: dict[str, list[Endpoint]] = defaultdict(list)
+    for endpoint in found:
+        by_leaf[endpoint.leaf].append(endpoint)
+    leaves = sorted(by_leaf)
+    chosen = []
+    for index, endpoint in enumerate(found):
+        others = [leaf for leaf in leaves if leaf != endpoint.leaf]
+        if others:
+            leaf = others[index % len(others)]
+            candidates = [e for e in by_leaf[leaf] if e.node != endpoint.node] or by_leaf[leaf]
+            chosen.append((endpoint, candidates[index % len(candidates)]))
+        elif len(found) > 1:
+            chosen.append((endpoint, found[(index + 1) % len(found)]))
+    return chosen
+
+
+def make_flows(chosen: Sequence[tuple[Endpoint, Endpoint]], per_pair: int, first_id: int = 0,
+               first_port: int = FIRST_SOURCE_PORT) -> list[ProbeFlow]:
+    flows: list[ProbeFlow] = []
+    for number, (src, dst) in enumerate(chosen):
+        for k in range(per_pair):
+            flows.append(ProbeFlow(first_id + len(flows), src, dst, first_port + number * per_pair + k))
+    return flows
+
+
+def run_agents(command: NodeCommand, mode: str, work: Mapping[str, dict[str, Any]], timeout: float
+               ) -> dict[str, Any]:
+    """One agent per node, all at once; their JSON results by node. A failed agent raises."""
+    processes = {node: subprocess.Popen(command(node, [*AGENT, mode]), stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for node in work}
+    results = {}
+    for node, process in processes.items():
+        out, err = process.communicate(json.dumps(work[node]), timeout=timeout)
+        if process.returncode != 0:
+            raise LabError(f"probe agent ({mode}) on {node} exited {process.returncode}: {err.strip()[-300:]}")
+        results[node] = json.loads(out)
+    return results
+
+
+def trace_paths(command: NodeCommand, flows: Sequence[ProbeFlow], hop_map: HopMap, max_hops: int
+                ) -> dict[int, tuple[str, ...]]:
+    by_node = _by_source(flows)
+    leaf_addresses: dict[str, list[str]] = defaultdict(list)
+    for address, device in hop_map.device_of.items():
+        leaf_addresses[device].append(address)
+    work = {node: {"flows": [f.agent() for f in fl], "max_hops": max_hops,
+                   "last": {str(f.flow): leaf_addresses[f.dst.leaf] for f in fl}} for node, fl in by_node.items()}
+    traced = run_agents(command, "trace", work, timeout=120)
+    index = {f.flow: f for f in flows}
+    paths = {}
+    for result in traced.values():
+        for fid, answer in result.items():
+            path = hop_map.path(index[int(fid)], answer["hops"])
+            if path is not None:
+                paths[int(fid)] = path
+    return paths
+
+
+def measure(command: NodeCommand, flows: Sequence[ProbeFlow], settings: ProbeSettings) -> dict[int, tuple[int, int]]:
+    """(sent, lost) per flow: receivers first (each says when it listens), then the senders."""
+    to_node: dict[str, set[str]] = defaultdict(set)
+    for f in flows:
+        to_node[f.dst.node].add(f.src.address)
+    receivers = {node: subprocess.Popen(command(node, [*AGENT, "serve"]), stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for node in to_node}
+    try:
+        for node, process in receivers.items():
+            assert process.stdin is not None and process.stderr is not None
+            process.stdin.write(json.dumps({"port": PROBE_PORT, "sources": sorted(to_node[node]),
+                                            "seconds": settings.seconds}))
+            process.stdin.close()
+            process.stdin = None  # written and closed: communicate() below only reads
+            if process.stderr.readline().strip() != "ready":
+                raise LabError(f"probe receiver on {node} did not start: {process.stderr.read()[-300:]}")
+        work = {node: {"flows": [f.agent() for f in fl], "packets": settings.packets, "rate": settings.rate,
+                       "size": settings.size} for node, fl in _by_source(flows).items()}
+        sent = {int(fid): n for result in run_agents(command, "send", work, timeout=settings.seconds).values()
+                for fid, n in result.items()}
+        counts: dict[str, int] = {}
+        for node, process in receivers.items():
+            out, err = process.communicate(timeout=settings.seconds + 10)
+            if process.returncode != 0:
+                raise LabError(f"probe receiver on {node} exited {process.returncode}: {err.strip()[-300:]}")
+            counts |= json.loads(out)["counts"]
+    finally:
+        for process in receivers.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    return {f.flow: (sent.get(f.flow, 0), max(0, sent.get(f.flow, 0) - counts.get(f"{f.src.address}:{f.sport}", 0)))
+            for f in flows}
+
+
+def _by_source(flows: Sequence[ProbeFlow]) -> dict[str, list[ProbeFlow]]:
+    by_node: dict[str, list[ProbeFlow]] = defaultdict(list)
+    for f in flows:
+        by_node[f.src.node].append(f)
+    return dict(by_node)
+
+
+def plane_cables(plan: Plan, plane: str) -> set[str]:
+    return {cable_name(link) for link in plan.links if link.plane == plane}
+
+
+def probe_plane(plan: Plan, plane: str, command: NodeCommand, hop_map: HopMap, *, settings: ProbeSettings,
+                max_hops: int) -> PlaneProbe:
+    found = endpoints(plan, plane)
+    result = PlaneProbe(plane, cables=plane_cables(plan, plane))
+    flows = make_flows(pairs(found), settings.flows_per_pair)
+    if not flows:
+        result.notes.append(f"{plane}: fewer than two addressed endpoints, nothing to probe")
+        return result
+    paths = trace_paths(command, flows, hop_map, max_hops)
+    learned = [f for f in flows if f.flow in paths]
+    measured = measure(command, learned, settings) if learned else {}
+    result.flows, result.learned = len(flows), len(learned)
+    for f in learned:
+        sent, lost = measured[f.flow]
+        result.samples.append(PathSample(paths[f.flow], sent, lost))
+        result.covered.update(paths[f.flow])
+    if len(learned) < len(flows):
+        result.notes.append(f"{plane}: the paths of {len(flows) - len(learned)} of {len(flows)} probe flows were not "
+                            "learned (a hop did not answer or named no planned port); those flows are left out")
+    return result

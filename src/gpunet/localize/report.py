@@ -1,0 +1,69 @@
+"""What `gpunet localize` says: suspects ranked, each a Plan cable with its evidence, a
+confidence and the fix; per plane, what was probed; notes on what could not be told."""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from gpunet.localize.tomography import Blame
+from gpunet.model.base import Frozen
+from gpunet.model.plan import Plan
+
+Source = Literal["probing", "counters"]
+
+
+class Suspect(Frozen):
+    cable: str  # "comp-leaf001:33 comp-spine002:5", as in cabling.csv
+    plane: str
+    source: Source
+    confidence: float  # 0-1
+    loss: float | None = None  # the drop rate that explains the probes (probing)
+    evidence: tuple[str, ...]
+    fix: str
+    named: bool = True  # False: a runner-up, listed for a look, not blamed
+
+
+class PlaneSummary(Frozen):
+    plane: str
+    flows: int
+    learned: int
+    packets: int
+    lost: int
+    cables: int
+    covered: int
+
+
+class LocalizeReport(Frozen):
+    suspects: tuple[Suspect, ...]
+    planes: tuple[PlaneSummary, ...] = ()
+    notes: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def named(self) -> tuple[Suspect, ...]:
+        return tuple(s for s in self.suspects if s.named)
+
+
+def cable_fix(plan: Plan, cable: str) -> str:
+    a, b = cable.split(" ")
+    servers = [end for end in (a, b) if plan.node(end.split(":")[0]) is not None]
+    if servers:
+        return (f"check {servers[0]}'s NIC counters (ethtool -S) and optic, then reseat or replace the cable "
+                f"{a} <-> {b}; rerun to confirm")
+    return f"reseat, then replace the cable {a} <-> {b} (both optics); rerun to confirm"
+
+
+def probing_suspect(plan: Plan, plane: str, blame: Blame) -> Suspect:
+    strength = 1 - math.exp(-blame.llr / 20)
+    confidence = blame.share * strength / (1 + len(blame.tied_with))
+    evidence = [f"{blame.lost} of {blame.sent} probe packets lost ({blame.loss:.2%}) on the {blame.flows} flows "
+                f"through it; {blame.lossy_flows} of them lost packets",
+                f"explains {blame.share:.0%} of all lost packets (log-likelihood {blame.llr:.0f}; 007 votes "
+                f"{blame.votes:.1f})"]
+    if blame.tied_with:
+        evidence.append(f"no probe told it apart from {', '.join(blame.tied_with)}")
+    return Suspect(cable=blame.link, plane=plane, source="probing", confidence=round(confidence if blame.taken
+                                                                                    else confidence / 2, 3),
+                   loss=round(blame.loss, 5), evidence=tuple(evidence), fix=cable_fix(plan, blame.link),
+                   named=blame.taken)
