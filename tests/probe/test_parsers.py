@@ -20,6 +20,7 @@ from gpunet.bench.iperf3 import parse_iperf3_json
 from gpunet.bench.nccl import parse_nccl_tests, parse_nccl_tests_json
 from gpunet.bench.perftest import parse_perftest
 from gpunet.errors import ParseError
+from gpunet.fabric.counters import parse_ibqueryerrors
 from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
 from gpunet.fabric.lldp import parse_lldpcli_json
 from gpunet.probe.parsers import (
@@ -59,6 +60,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "nccl_tests_json": parse_nccl_tests_json,  # one case, built from nccl-tests' writer: see its SOURCE.md
     "lldpcli": parse_lldpcli_json,  # json and json0, lldpd 1.0.x
     "ibnetdiscover": parse_ibnetdiscover,
+    "ibqueryerrors": parse_ibqueryerrors,
 }
 
 

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpunet import __version__, api
-from gpunet.cli import bench, cabling, doctor, exporter, fleet, ibsim, lab
+from gpunet.cli import bench, cabling, doctor, exporter, fleet, ibsim, lab, localize
 from gpunet.cli.console import cell, stderr, stdout
 from gpunet.cli.errors import EXIT_BAD_INPUT, handles_errors
 from gpunet.errors import SpecProblem
@@ -33,6 +33,7 @@ app.add_typer(fleet.app, name="fleet")
 app.add_typer(bench.app, name="bench")
 app.add_typer(cabling.app, name="cabling")
 app.add_typer(ibsim.app, name="ibsim")
+app.command(name="localize")(localize.localize)
 app.command(name="doctor")(doctor.doctor)
 app.command(name="probe")(doctor.probe)
 app.command(name="exporter")(exporter.exporter)

@@ -9,6 +9,7 @@ path that does not follow the Plan's cables, leaves its flow out: it is counted,
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from typing import Any
 from gpunet.errors import LabError
 from gpunet.fabric.cabling import cable_name
 from gpunet.fabric.observed import End
-from gpunet.localize.tomography import PathSample
+from gpunet.localize.tomography import PathSample, candidates
 from gpunet.model.plan import Link, Plan
 
 NodeCommand = Callable[[str, Sequence[str]], list[str]]  # (node, argv) -> the argv that runs it there
@@ -57,6 +58,8 @@ class ProbeSettings:
     rate: float = 3000.0  # packets per second per sending node: far below every lab link's shaped rate
     size: int = 64  # bytes of UDP payload
     seconds: float = 45.0  # the most a receiver waits for its senders
+    follow_up_links: int = 6  # after the sweep, the links that best explain its losses ...
+    follow_up_factor: int = 4  # ... get this many times the packets again, on every flow through them
 
 
 @dataclass
@@ -217,6 +220,19 @@ def _by_source(flows: Sequence[ProbeFlow]) -> dict[str, list[ProbeFlow]]:
     return dict(by_node)
 
 
+def _follow_up(command: NodeCommand, learned: Sequence[ProbeFlow], paths: Mapping[int, tuple[str, ...]],
+               samples: Sequence[PathSample], settings: ProbeSettings) -> list[PathSample]:
+    """Targeted probes: more packets on every flow through the links that best explain the losses
+    seen, so a low drop rate gets enough evidence and links the sweep left tied get told apart."""
+    suspects = set(candidates(samples, settings.follow_up_links))
+    chosen = [f for f in learned if suspects & set(paths[f.flow])]
+    if not chosen:
+        return []
+    closer = dataclasses.replace(settings, packets=settings.packets * settings.follow_up_factor)
+    measured = measure(command, chosen, closer)
+    return [PathSample(paths[f.flow], *measured[f.flow]) for f in chosen]
+
+
 def plane_cables(plan: Plan, plane: str) -> set[str]:
     return {cable_name(link) for link in plan.links if link.plane == plane}
 
@@ -237,6 +253,7 @@ def probe_plane(plan: Plan, plane: str, command: NodeCommand, hop_map: HopMap, *
         sent, lost = measured[f.flow]
         result.samples.append(PathSample(paths[f.flow], sent, lost))
         result.covered.update(paths[f.flow])
+    result.samples += _follow_up(command, learned, paths, result.samples, settings)
     if len(learned) < len(flows):
         result.notes.append(f"{plane}: the paths of {len(flows) - len(learned)} of {len(flows)} probe flows were not "
                             "learned (a hop did not answer or named no planned port); those flows are left out")

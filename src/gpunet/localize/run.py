@@ -6,9 +6,12 @@ import time
 from collections.abc import Sequence
 
 from gpunet.errors import UsageError
+from gpunet.fabric.counters import parse_ibqueryerrors
 from gpunet.fabric.observed import End
 from gpunet.lab.build import LAB_PLAN, node_argv
+from gpunet.lab.ibsim import run_tool, sim_plan
 from gpunet.lab.state import LabState, lab_dir, read_state
+from gpunet.localize.counters import counter_suspects
 from gpunet.localize.probing import HopMap, PlaneProbe, ProbeSettings, probe_plane
 from gpunet.localize.report import LocalizeReport, PlaneSummary, Suspect, probing_suspect
 from gpunet.localize.tomography import blame
@@ -58,6 +61,35 @@ def localize_lab(lab_id: str, planes: Sequence[str] = (), settings: ProbeSetting
                           settings=settings or ProbeSettings(), max_hops=2 * tiers[plane])
               for plane in routed_planes(plan, planes)]
     return _report(plan, probes, [LAB_NOTE], time.monotonic() - started)
+
+
+def localize_counters(plan: Plan, after: str, before: str | None = None, seconds: float | None = None,
+                      notes: Sequence[str] = ()) -> LocalizeReport:
+    """From ibqueryerrors outputs: `after`, and `before` taken `seconds` earlier (or none)."""
+    started = time.monotonic()
+    reading = counter_suspects(plan, parse_ibqueryerrors(before) if before is not None else None,
+                               parse_ibqueryerrors(after), seconds)
+    return LocalizeReport(suspects=tuple(reading.suspects), notes=(*notes, *reading.notes),
+                          seconds=round(time.monotonic() - started, 2))
+
+
+def localize_ibsim(sim_id: str, before: str | None = None, window: float = 0.0) -> LocalizeReport:
+    """ibqueryerrors on the simulated fabric: after `before` (a saved sample), or two samples
+    `window` seconds apart, or one."""
+    plan = sim_plan(sim_id)
+    first = before
+    if first is None and window > 0:
+        first = _ibqueryerrors(sim_id)
+        time.sleep(window)
+    return localize_counters(plan, _ibqueryerrors(sim_id), first, window or None,
+                             notes=[f"InfiniBand port counters from ibqueryerrors on ibsim {sim_id}"])
+
+
+def _ibqueryerrors(sim_id: str) -> str:
+    done = run_tool(sim_id, ["ibqueryerrors"], timeout=300)
+    if "## Summary" not in done.stdout:  # it exits 1 when it found errors: the summary says it finished
+        raise UsageError(f"ibqueryerrors in ibsim {sim_id} exited {done.returncode}: {done.stderr.strip()[:200]}")
+    return done.stdout
 
 
 def _report(plan: Plan, probes: list[PlaneProbe], notes: list[str], seconds: float) -> LocalizeReport:

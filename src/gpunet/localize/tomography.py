@@ -63,6 +63,11 @@ def blame(samples: Sequence[PathSample], min_llr: float = MIN_LLR) -> list[Blame
     return taken + [_finish(s, False, (), total_lost) for s in runners]
 
 
+def candidates(samples: Sequence[PathSample], most: int) -> list[str]:
+    """The links that best explain what was lost so far, for a closer look."""
+    return [b.link for b in _scores(samples) if b.lost][:most]
+
+
 def _finish(score: Blame, taken: bool, tied: tuple[str, ...], total_lost: int) -> Blame:
     return Blame(**{**score.__dict__, "taken": taken, "tied_with": tied, "share": score.lost / total_lost})
 

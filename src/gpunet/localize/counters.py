@@ -1,0 +1,105 @@
+"""Suspects from InfiniBand port counters: two ibqueryerrors samples (or one, the totals since the
+counters were last cleared), each errored port mapped to the Plan's cable through the names the
+fabric reports, cables ranked by the damage counted on either end.
+
+Damage (symbol errors, link recovery, link downed, receive errors) counts against the cable into
+the port. PortXmitWait is congestion, not damage: it is said, never blamed on a cable."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from gpunet.fabric.cabling import cable_name
+from gpunet.fabric.counters import CONGESTION, DAMAGE, DISCARDS, PortErrors
+from gpunet.fabric.observed import MELLANOX_DESCRIPTION, End, Names
+from gpunet.localize.report import Suspect, cable_fix
+from gpunet.model.plan import Link, Plan
+
+
+@dataclass
+class CounterReading:
+    suspects: list[Suspect] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def port_end(names: Names, port: PortErrors) -> End | None:
+    """The Plan's end for a reported port: a switch by its described name and port number, an
+    HCA ("gpu001 mlx5_0") port 1 as its planned interface."""
+    mellanox = MELLANOX_DESCRIPTION.match(port.description)
+    switch = names.device(mellanox[1] if mellanox else port.description.split(" ")[0])
+    if switch in names.switch_radix:
+        return End(switch, str(port.port))
+    host, _, hca = port.description.rpartition(" ")
+    device = names.device(host)
+    if device is not None and (device, hca) in names.hcas and port.port == 1:
+        return End(device, names.hcas[device, hca])
+    return None
+
+
+def deltas(before: Sequence[PortErrors] | None, after: Sequence[PortErrors]) -> tuple[list[PortErrors], list[str]]:
+    """Counts added between the samples; a port absent before was under the threshold (taken as
+    0), and one that went down was cleared in between (its new count is taken)."""
+    if before is None:
+        return list(after), ["one sample: counts are totals since the counters were last cleared, not rates"]
+    earlier = {(p.guid, p.port): p.counters for p in before}
+    changed, cleared = [], 0
+    for port in after:
+        old = earlier.get((port.guid, port.port), {})
+        counts = {}
+        for name, value in port.counters.items():
+            grown = value - old.get(name, 0)
+            cleared += grown < 0
+            counts[name] = value if grown < 0 else grown
+        if any(counts.values()):
+            changed.append(port.model_copy(update={"counters": {k: v for k, v in counts.items() if v}}))
+    notes = [f"{cleared} counter(s) went down between the samples (cleared): their new values are used"] \
+        if cleared else []
+    return changed, notes
+
+
+def counter_suspects(plan: Plan, before: Sequence[PortErrors] | None, after: Sequence[PortErrors],
+                     seconds: float | None = None) -> CounterReading:
+    names = Names(plan)
+    cable_at: dict[End, Link] = {End(p.device, p.port): link for link in plan.links for p in (link.a, link.b)}
+    changed, notes = deltas(before, after)
+    damage: dict[str, list[tuple[End, dict[str, int]]]] = defaultdict(list)
+    reading = CounterReading(notes=notes)
+    unnamed = []
+    for port in changed:
+        end = port_end(names, port)
+        link = cable_at.get(end) if end else None
+        if end is None or link is None:
+            unnamed.append(f"{port.description} port {port.port}")
+            continue
+        hurt = {k: v for k, v in port.counters.items() if k in DAMAGE}
+        if hurt:
+            damage[cable_name(link)].append((end, hurt))
+        reading.notes += _other_signals(end, port.counters, seconds)
+    if unnamed:
+        reading.notes.append(f"{len(unnamed)} errored port(s) on no planned cable, skipped: {', '.join(unnamed[:3])}")
+    total = sum(sum(c.values()) for ends in damage.values() for _, c in ends) or 1
+    for cable, ends in sorted(damage.items(), key=lambda item: -sum(sum(c.values()) for _, c in item[1])):
+        count = sum(sum(c.values()) for _, c in ends)
+        evidence = tuple(f"{end}: " + ", ".join(f"{k} +{v}" for k, v in sorted(c.items())) +
+                         (f" in {seconds:g} s" if seconds else "") for end, c in ends)
+        reading.suspects.append(Suspect(
+            cable=cable, plane=cable_at[ends[0][0]].plane, source="counters", confidence=round(count / total, 3),
+            evidence=evidence, fix=cable_fix(plan, cable) + "; the port counting errors receives a bad signal: "
+            "suspect the cable and the optic at the far end first"))
+    return reading
+
+
+def _other_signals(end: End, counters: dict[str, int], seconds: float | None) -> list[str]:
+    span = f" in {seconds:g} s" if seconds else ""
+    notes = []
+    waited = sum(counters.get(k, 0) for k in CONGESTION)
+    if waited:
+        notes.append(f"congestion, not damage: {end} PortXmitWait +{waited}{span} (waiting for credits: a hot "
+                     "spot or an oversubscribed path, not a bad cable)")
+    dropped = {k: v for k, v in counters.items() if k in DISCARDS}
+    if dropped:
+        notes.append(f"{end} discarded packets on the way out{span}: " +
+                     ", ".join(f"{k} +{v}" for k, v in dropped.items()) + " (congestion or a link that went down)")
+    return notes
