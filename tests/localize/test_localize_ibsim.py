@@ -1,0 +1,52 @@
+"""Counters through the real ibqueryerrors on the simulated default example: a surge of symbol
+errors on one switch port names that cable first."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpunet.cli.main import app
+from gpunet.lab.ibsim import apply_fault, ibsim_down, ibsim_up, missing_tools, run_tool
+from gpunet.lab.ibsim_state import IbFault, IbsimState
+from gpunet.localize.run import localize_ibsim
+from tests.render.rendered import example_plan
+
+pytestmark = [pytest.mark.lab,
+              pytest.mark.skipif(bool(missing_tools()), reason=f"needs {', '.join(missing_tools())} (.ci/run installs "
+                                                               "them)")]
+SIM = "zn"
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[IbsimState]:
+    try:
+        yield ibsim_up(example_plan("scalable-unit"), SIM)
+    finally:
+        ibsim_down(SIM)
+
+
+def test_a_symbol_error_surge_names_that_cable_first(sim: IbsimState, tmp_path: Path) -> None:
+    before = tmp_path / "before.txt"
+    before.write_text(run_tool(SIM, ["ibqueryerrors"]).stdout)
+    assert localize_ibsim(SIM, before.read_text()).suspects == ()
+    apply_fault(SIM, IbFault(kind="counter", end="comp-spine003:17", value="PortCounters.SymbolErrorCounter=5000"))
+    apply_fault(SIM, IbFault(kind="counter", end="comp-leaf006:2", value="PortCounters.PortXmitWait=99999"))
+    report = localize_ibsim(SIM, before.read_text())
+    assert [s.cable for s in report.named][:1] == ["comp-leaf003:49 comp-spine003:17"]
+    assert any("congestion, not damage: comp-leaf006:2" in n for n in report.notes)
+    result = runner.invoke(app, ["localize", "--ibsim", SIM, "--before", str(before), "--json"])
+    assert result.exit_code == 1, result.output
+    assert '"comp-leaf003:49 comp-spine003:17"' in result.stdout
+
+
+def test_a_bad_before_file_is_refused_by_file_and_line(sim: IbsimState, tmp_path: Path) -> None:
+    bad = tmp_path / "before.txt"
+    bad.write_text('Errors for 0x1 "comp-leaf001"\n   GUID 0x1 port 3 [SymbolErrorCounter = 4]\n')
+    result = runner.invoke(app, ["localize", "--ibsim", SIM, "--before", str(bad)])
+    assert result.exit_code == 2
+    assert f"{bad}: line 2:" in result.output

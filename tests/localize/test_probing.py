@@ -1,0 +1,73 @@
+"""Probe planning and hop mapping without a lab: pairs cross leaves, flows are distinct 5-tuples,
+and a traced path becomes the Plan's cables only when it follows them."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from gpunet.fabric.cabling import cable_name
+from gpunet.fabric.observed import End
+from gpunet.localize.probing import HopMap, ProbeFlow, endpoints, make_flows, pairs
+from gpunet.model.plan import Plan
+from tests.render.rendered import example_plan
+
+
+@pytest.fixture(scope="module")
+def plan() -> Plan:
+    return example_plan("scalable-unit")
+
+
+def port_addresses(plan: Plan) -> dict[str, End]:
+    """An address for every switch port on a switch-to-switch cable, as a routed fabric has."""
+    ports = {}
+    for n, link in enumerate(link for link in plan.links if link.tier == "leaf_spine"):
+        ports[f"10.200.{n // 100}.{2 * (n % 100)}"] = End(link.a.device, link.a.port)
+        ports[f"10.200.{n // 100}.{2 * (n % 100) + 1}"] = End(link.b.device, link.b.port)
+    return ports
+
+
+def test_every_endpoint_sends_across_leaves_and_every_leaf_receives(plan: Plan) -> None:
+    found = endpoints(plan, "compute")
+    assert len(found) == 32 * 8
+    chosen = pairs(found)
+    assert len(chosen) == len(found)
+    assert all(src.leaf != dst.leaf for src, dst in chosen)
+    assert set(Counter(dst.leaf for _, dst in chosen)) == {e.leaf for e in found}
+
+
+def test_flows_are_distinct_five_tuples(plan: Plan) -> None:
+    flows = make_flows(pairs(endpoints(plan, "compute")), per_pair=12)
+    assert len({(f.src.address, f.sport) for f in flows}) == len(flows) == 256 * 12
+    assert len({f.flow for f in flows}) == len(flows)
+
+
+def path_of(plan: Plan, hop_map: HopMap) -> tuple[ProbeFlow, list[str], list[str]]:
+    """A flow from a rail-0 NIC to a rail-1 NIC, its hops as addresses, and the cables expected."""
+    src = next(e for e in endpoints(plan, "compute") if e.interface == "ib0")
+    dst = next(e for e in endpoints(plan, "compute") if e.interface == "ib1" and e.node != src.node)
+    up = next(link for link in plan.links if link.tier == "leaf_spine" and link.a.device == src.leaf)
+    down = next(link for link in plan.links if link.tier == "leaf_spine" and link.a.device == dst.leaf
+                and link.b.device == up.b.device)
+    address = {end: a for a, end in hop_map.ports.items()}
+    hops = ["10.99.0.1", address[End(up.b.device, up.b.port)], address[End(down.a.device, down.a.port)]]
+    return ProbeFlow(0, src, dst, 40000), hops, [cable_name(c) for c in (src.cable, up, down, dst.cable)]
+
+
+def test_a_traced_path_becomes_the_plans_cables(plan: Plan) -> None:
+    src_leaf = endpoints(plan, "compute")[0].leaf
+    hop_map = HopMap(plan, port_addresses(plan), {"10.99.0.1": src_leaf})
+    flow, hops, cables = path_of(plan, hop_map)
+    assert hop_map.path(flow, hops) == tuple(cables)
+    assert hop_map.path(flow, [*hops, "", ""]) == tuple(cables)  # nothing answered past the last switch
+
+
+@pytest.mark.parametrize("broken", ["gap", "unknown", "skipped", "first"])
+def test_a_path_that_does_not_follow_the_plan_is_left_out(plan: Plan, broken: str) -> None:
+    src_leaf = endpoints(plan, "compute")[0].leaf
+    hop_map = HopMap(plan, port_addresses(plan), {"10.99.0.1": src_leaf})
+    flow, hops, _ = path_of(plan, hop_map)
+    changed = {"gap": [hops[0], "", hops[2]], "unknown": [hops[0], "192.0.2.1", hops[2]],
+               "skipped": [hops[0], hops[2]], "first": ["10.99.9.9", *hops[1:]]}[broken]
+    assert hop_map.path(flow, changed) is None
