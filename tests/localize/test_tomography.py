@@ -78,3 +78,20 @@ def test_candidates_are_the_links_that_lost_packets_best_explained_first() -> No
     samples = flows(random.Random(6), {UPLINKS[2]: 0.05})
     assert candidates(samples, 3)[0] == UPLINKS[2]
     assert candidates(flows(random.Random(7), {}), 3) == []
+
+
+def test_a_fluke_in_the_sweep_is_not_taken_when_the_confirming_probes_are_clean() -> None:
+    """Many links tested at once: one healthy link can look bad by chance; the probes sent again
+    through it find nothing, so it is not named."""
+    fluke = [PathSample(("gpu0:ib0 leaf1:1", "leaf1:33 spine1:1"), 60, 4)] * 3
+    confirming = [PathSample(("gpu0:ib0 leaf1:1", "leaf1:33 spine1:1"), 240, 0, confirming=True)] * 3
+    assert [b for b in blame(fluke) if b.taken]
+    assert not [b for b in blame(fluke + confirming) if b.taken]
+
+
+def test_a_real_fault_is_confirmed() -> None:
+    rng = random.Random(8)
+    sweep = flows(rng, {UPLINKS[1]: 0.02})
+    confirming = [PathSample(s.links, 240, sum(1 for _ in range(240) if rng.random() < 0.02), confirming=True)
+                  for s in sweep if UPLINKS[1] in s.links]
+    assert [b.link for b in blame(sweep + confirming) if b.taken] == [UPLINKS[1]]

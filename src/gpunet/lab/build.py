@@ -135,11 +135,15 @@ def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> 
         namespaces={n.name: n.kind for n in bp.namespaces},
         servers={n.device: n.name for n in bp.namespaces if n.kind == "server"},
         mgmt_addresses=bp.mgmt_addresses, address_map=bp.address_map,
-        veths=tuple(bp.veths), notes=(*bp.notes, _lldp_note()),
+        veths=tuple(bp.veths), notes=(*bp.notes, _lldp_note(), COUNTERS_NOTE),
         scale_mbit_per_gbit=scale,
         routes={n.name: tuple(c for c in n.commands if c.startswith("route ")) for n in bp.namespaces},
         addresses={n.name: tuple(c for c in n.commands if c.startswith("addr add ")) for n in bp.namespaces},
     )
+
+
+COUNTERS_NOTE = ("loss faults are nftables drops: they move no interface error counter, so `gpunet localize --lab` "
+                 "finds them by probing every equal-cost path; port-counter localization runs on `gpunet ibsim`")
 
 
 def _lldp_note() -> str:

@@ -17,6 +17,9 @@ from gpunet.fabric.observed import MELLANOX_DESCRIPTION, End, Names
 from gpunet.localize.report import Suspect, cable_fix
 from gpunet.model.plan import Link, Plan
 
+MIN_DAMAGE = 10  # error events on a cable before it is named (ibqueryerrors' default threshold): a
+# healthy link shows the odd symbol error
+
 
 @dataclass
 class CounterReading:

@@ -230,7 +230,7 @@ def _follow_up(command: NodeCommand, learned: Sequence[ProbeFlow], paths: Mappin
         return []
     closer = dataclasses.replace(settings, packets=settings.packets * settings.follow_up_factor)
     measured = measure(command, chosen, closer)
-    return [PathSample(paths[f.flow], *measured[f.flow]) for f in chosen]
+    return [PathSample(paths[f.flow], *measured[f.flow], confirming=True) for f in chosen]
 
 
 def plane_cables(plan: Plan, plane: str) -> set[str]:

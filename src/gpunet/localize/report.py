@@ -10,7 +10,7 @@ from gpunet.localize.tomography import Blame
 from gpunet.model.base import Frozen
 from gpunet.model.plan import Plan
 
-Source = Literal["probing", "counters"]
+Source = Literal["probing", "counters", "probing+counters"]
 
 
 class Suspect(Frozen):
@@ -67,3 +67,23 @@ def probing_suspect(plan: Plan, plane: str, blame: Blame) -> Suspect:
                                                                                     else confidence / 2, 3),
                    loss=round(blame.loss, 5), evidence=tuple(evidence), fix=cable_fix(plan, blame.link),
                    named=blame.taken)
+
+
+def merge(*lists: list[Suspect]) -> list[Suspect]:
+    """One suspect per cable: where probing and counters agree, one entry with both evidences and
+    the confidence that either is right; named first, most confident first."""
+    by_cable: dict[str, list[Suspect]] = {}
+    for suspects in lists:
+        for s in suspects:
+            by_cable.setdefault(s.cable, []).append(s)
+    merged = []
+    for group in by_cable.values():
+        if len(group) == 1:
+            merged.append(group[0])
+            continue
+        doubt = math.prod(1 - s.confidence for s in group)
+        merged.append(group[0].model_copy(update={
+            "source": "probing+counters", "confidence": round(1 - doubt, 3), "named": any(s.named for s in group),
+            "evidence": tuple(e for s in group for e in s.evidence),
+            "loss": next((s.loss for s in group if s.loss is not None), None)}))
+    return sorted(merged, key=lambda s: (not s.named, -s.confidence))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from gpunet.errors import UsageError
 from gpunet.fabric.counters import parse_ibqueryerrors
 from gpunet.fabric.observed import End
-from gpunet.lab.build import LAB_PLAN, node_argv
+from gpunet.lab.build import COUNTERS_NOTE, LAB_PLAN, node_argv
 from gpunet.lab.ibsim import run_tool, sim_plan
 from gpunet.lab.state import LabState, lab_dir, read_state
 from gpunet.localize.counters import counter_suspects
@@ -18,8 +18,7 @@ from gpunet.localize.tomography import blame
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Plan
 
-LAB_NOTE = ("the lab's loss faults are nftables drops: interface error counters do not move, so in a lab "
-            "localization is by probing; counters are shown on `gpunet ibsim`")
+LAB_NOTE = COUNTERS_NOTE
 
 
 def lab_hop_map(state: LabState, plan: Plan) -> HopMap:

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 HEALTHY_LOSS = 1e-5  # what a healthy link drops: the noise floor the fit measures against
 MIN_LLR = 12.0  # a healthy link explains the losses this well with odds below e**-12
+# A sweep tests every link at once, so by chance some healthy link looks bad; where confirming
+# probes were sent, a link is taken only if they alone also point at it (tested on few links).
+CONFIRM_LLR = 8.0
 RUNNERS_UP = 2  # suspects listed after those the fit took, for a look when the first is wrong
 
 
@@ -28,6 +31,7 @@ class PathSample:
     links: tuple[str, ...]
     sent: int
     lost: int
+    confirming: bool = False  # sent again, after the sweep, through the links it pointed at
 
 
 @dataclass(frozen=True)
@@ -47,25 +51,77 @@ class Blame:
 
 def blame(samples: Sequence[PathSample], min_llr: float = MIN_LLR) -> list[Blame]:
     """Links ranked by how well a fault there explains the losses: the taken ones first."""
+    tally = _Tally(samples)
     total_lost = sum(s.lost for s in samples) or 1
-    remaining = list(samples)
+    first = tally.scores()
     taken: list[Blame] = []
-    while remaining:
-        scores = _scores(remaining)
-        if not scores or scores[0].llr < min_llr:
+    while True:
+        scores = tally.scores()
+        best = next((b for b in scores if b.llr >= min_llr and tally.confirmed(b.link)), None)
+        if best is None:
             break
-        best = scores[0]
-        tied = tuple(s.link for s in scores[1:] if _same_evidence(s, best))
+        tied = tuple(s.link for s in scores if s.link != best.link and _same_evidence(s, best))
         taken.append(_finish(best, True, tied, total_lost))
-        remaining = [s for s in remaining if best.link not in s.links]
-    runners = [s for s in _scores(samples) if s.link not in {t.link for t in taken}
-               and not any(s.link in t.tied_with for t in taken) and s.llr > 0][:RUNNERS_UP]
+        tally.set_aside(best.link)
+    named = {t.link for t in taken} | {link for t in taken for link in t.tied_with}
+    runners = [s for s in first if s.link not in named and s.llr > 0][:RUNNERS_UP]
     return taken + [_finish(s, False, (), total_lost) for s in runners]
 
 
 def candidates(samples: Sequence[PathSample], most: int) -> list[str]:
     """The links that best explain what was lost so far, for a closer look."""
-    return [b.link for b in _scores(samples) if b.lost][:most]
+    return [b.link for b in _Tally(samples).scores()][:most]
+
+
+class _Tally:
+    """Per link, what the flows through it sent and lost; flows set aside once explained. One pass
+    over all flows, then work only on links that lost packets (a large fabric has 10^6 flows)."""
+
+    def __init__(self, samples: Sequence[PathSample]) -> None:
+        self.samples = samples
+        self.sent: dict[str, int] = defaultdict(int)
+        self.flows: dict[str, int] = defaultdict(int)
+        self.lossy: dict[str, list[int]] = defaultdict(list)  # link -> indexes of its lossy flows
+        self.through: dict[str, list[int]] = defaultdict(list)
+        for index, sample in enumerate(samples):
+            for link in set(sample.links):
+                self.sent[link] += sample.sent
+                self.flows[link] += 1
+                self.through[link].append(index)
+                if sample.lost:
+                    self.lossy[link].append(index)
+        self.aside: set[int] = set()
+        self.confirming = any(s.confirming for s in samples)
+
+    def confirmed(self, link: str) -> bool:
+        """The confirming probes through the link alone make the case (true where none were sent)."""
+        if not self.confirming:
+            return True
+        flows = [self.samples[i] for i in self.through[link] if self.samples[i].confirming and i not in self.aside]
+        return log_likelihood_ratio(sum(f.lost for f in flows), sum(f.sent for f in flows)) >= CONFIRM_LLR
+
+    def scores(self) -> list[Blame]:
+        scored = [self._score(link) for link, lossy in self.lossy.items() if any(i not in self.aside for i in lossy)]
+        return sorted(scored, key=lambda b: (-b.llr, -b.votes, b.link))
+
+    def _score(self, link: str) -> Blame:
+        lossy = [self.samples[i] for i in self.lossy[link] if i not in self.aside]
+        lost = sum(s.lost for s in lossy)
+        sent = self.sent[link]
+        votes = sum(1 / len(set(s.links)) for s in lossy)
+        return Blame(link=link, llr=log_likelihood_ratio(lost, sent), loss=lost / sent if sent else 0.0, lost=lost,
+                     sent=sent, lossy_flows=len(lossy), flows=self.flows[link], votes=votes, taken=False)
+
+    def set_aside(self, link: str) -> None:
+        """The flows through `link` are explained: they no longer count for any link."""
+        for index in self.through[link]:
+            if index in self.aside:
+                continue
+            self.aside.add(index)
+            sample = self.samples[index]
+            for other in set(sample.links):
+                self.sent[other] -= sample.sent
+                self.flows[other] -= 1
 
 
 def _finish(score: Blame, taken: bool, tied: tuple[str, ...], total_lost: int) -> Blame:
@@ -74,26 +130,6 @@ def _finish(score: Blame, taken: bool, tied: tuple[str, ...], total_lost: int) -
 
 def _same_evidence(a: Blame, b: Blame) -> bool:
     return (a.sent, a.lost, a.flows, a.lossy_flows) == (b.sent, b.lost, b.flows, b.lossy_flows)
-
-
-def _scores(samples: Iterable[PathSample]) -> list[Blame]:
-    through: dict[str, list[PathSample]] = defaultdict(list)
-    votes: dict[str, float] = defaultdict(float)
-    for sample in samples:
-        for link in set(sample.links):
-            through[link].append(sample)
-            if sample.lost:
-                votes[link] += 1 / len(set(sample.links))
-    scored = [_score(link, flows, votes[link]) for link, flows in through.items()]
-    return sorted(scored, key=lambda b: (-b.llr, -b.votes, b.link))
-
-
-def _score(link: str, flows: list[PathSample], votes: float) -> Blame:
-    sent = sum(f.sent for f in flows)
-    lost = sum(f.lost for f in flows)
-    rate = lost / sent if sent else 0.0
-    return Blame(link=link, llr=log_likelihood_ratio(lost, sent), loss=rate, lost=lost, sent=sent,
-                 lossy_flows=sum(1 for f in flows if f.lost), flows=len(flows), votes=votes, taken=False)
 
 
 def log_likelihood_ratio(lost: int, sent: int, healthy: float = HEALTHY_LOSS) -> float:
