@@ -1,5 +1,6 @@
-"""The probe agent `gpunet localize` runs on nodes: `python -m gpunet.localize.agent MODE`, the
-work as JSON on stdin, the result as JSON on stdout. Standard library only, no root needed.
+"""Probes along the paths of fixed UDP 5-tuples, for `gpunet localize` and doctor: run on a node as
+`python -m gpunet.probe.paths MODE`, the work as JSON on stdin, the result as JSON on stdout.
+Standard library only, no root needed.
 
 * trace: for each flow (a fixed UDP 5-tuple), the hops of its path, Paris-traceroute style: the
   same ports at every TTL so ECMP hashes every probe onto the same path; hops answer through the
@@ -259,7 +260,7 @@ def main() -> None:
     elif mode == "mtu":
         result = mtu(flows, int(work["size"]))
     else:
-        raise SystemExit("usage: python -m gpunet.localize.agent trace|send|serve|mtu < work.json")
+        raise SystemExit("usage: python -m gpunet.probe.paths trace|send|serve|mtu < work.json")
     json.dump(result, sys.stdout)
 
 
