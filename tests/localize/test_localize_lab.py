@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 import time
 from collections.abc import Iterator
 
@@ -19,7 +20,7 @@ from gpunet.lab.state import LabState, lab_dir
 from gpunet.localize.run import localize_lab
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Link, Plan
-from tests.lab.helpers import built_lab
+from tests.lab.helpers import built_lab, run_in
 from tests.render.rendered import example_plan
 
 pytestmark = pytest.mark.lab
@@ -76,3 +77,18 @@ def test_loss_on_a_server_cable_is_named_first(lab: LabState, plan: Plan) -> Non
     result = runner.invoke(app, ["localize", "--lab", LAB, "--plane", "compute", "--json"])
     assert result.exit_code == 1, result.output
     assert json.loads(result.stdout)["suspects"][0]["cable"] == cable_name(link)
+
+
+def test_an_mtu_drop_on_one_uplink_is_found_by_doctors_path_mtu_check(lab: LabState, plan: Plan) -> None:
+    """One of gpu001:ib0's leaf's 16 uplinks at MTU 1500 on a 4092 plane: a ping takes one path
+    (and passes, as it did before), the multi-path probe finds the hop that refuses, with its MTU."""
+    leaf = next(link.b.device for link in plan.links if link.a.device == "gpu001" and link.a.port == "ib0")
+    uplink = next(link for link in plan.links if link.tier == "leaf_spine" and link.a.device == leaf)
+    apply_fault(lab.lab_id, f"{uplink.a.device}:{uplink.a.port}", "mtu", "1500")
+    done = run_in(LAB, "gpu001", sys.executable, "-m", "gpunet", "doctor", "--plan", str(lab_dir(LAB) / LAB_PLAN),
+                  "--peers", "--interval", "0.5", "--json", timeout=300)
+    failed = [f for f in json.loads(done.stdout)["findings"] if f["verdict"] == "fail"]
+    assert failed and {f["check"] for f in failed} == {"GN-MTU-02"}, failed
+    assert all(f["subject"].split()[1] == "compute" for f in failed)
+    assert all("refused 4092-byte packets: fragmentation needed at" in f["observed"] and "next-hop MTU 1500"
+               in f["observed"] for f in failed), failed

@@ -14,6 +14,7 @@ Standard library only, no root needed.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import select
 import socket
@@ -34,6 +35,7 @@ ICMP_FRAG_NEEDED = 4
 SO_EE_ORIGIN_ICMP = 2
 EXTENDED_ERR = struct.Struct("=IBBBBII")  # struct sock_extended_err
 MEASURE, TRACE, END = b"M", b"T", b"E"
+DISCARD_PORT = 9  # where an MTU probe goes when nothing is meant to receive it
 
 
 @dataclass
@@ -62,6 +64,14 @@ def open_flow(flow: Flow) -> socket.socket:
     sock.setsockopt(socket.SOL_IP, IP_RECVERR, 1)
     sock.setblocking(False)
     return sock
+
+
+def wait_for_any(sockets: list[socket.socket], timeout: float) -> bool:
+    """Until one socket has data or a queued error (poll: no FD_SETSIZE limit, unlike select)."""
+    poller = select.poll()
+    for sock in sockets:
+        poller.register(sock, select.POLLIN | select.POLLERR)
+    return bool(poller.poll(timeout * 1000))
 
 
 def read_errors(sock: socket.socket) -> list[IcmpError]:
@@ -143,7 +153,7 @@ def _collect(sockets: dict[int, socket.socket], hops: dict[int, dict[int, str]],
     deadline = time.monotonic() + wait
     pending = dict(sockets)
     while pending and time.monotonic() < deadline:
-        select.select(list(pending.values()), [], [], max(0.0, min(0.05, deadline - time.monotonic())))
+        wait_for_any(list(pending.values()), max(0.0, min(0.05, deadline - time.monotonic())))
         for fid, sock in list(pending.items()):
             for error in read_errors(sock):
                 _note(error, fid, hops, reached)
@@ -196,8 +206,7 @@ def serve(port: int, sources: list[str], seconds: float) -> dict[str, Any]:
     deadline = time.monotonic() + seconds
     grace = None
     while time.monotonic() < deadline and (grace is None or time.monotonic() < grace):
-        ready, _, _ = select.select([sock], [], [], 0.1)
-        if not ready:
+        if not wait_for_any([sock], 0.1):
             continue
         data, (address, sport) = sock.recvfrom(65535)
         if data[:1] == MEASURE:
@@ -211,39 +220,56 @@ def serve(port: int, sources: list[str], seconds: float) -> dict[str, Any]:
 
 
 def mtu(flows: list[Flow], size: int, tries: int = 3, wait: float = 0.3) -> dict[int, dict[str, Any]]:
-    """Per flow: a hop that refused a `size`-byte packet with DF (its address and MTU), or none."""
+    """Per flow: a hop that refused a `size`-byte packet with DF (its address and MTU), or {}.
+    A port-unreachable from the destination means the packet arrived whole: that flow is done."""
     sockets = {f.flow: open_flow(f) for f in flows}
     for sock in sockets.values():
         sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_PROBE)
     refused: dict[int, dict[str, Any]] = {}
+    arrived: set[int] = set()
     payload = TRACE + bytes([0]) + b"\0" * max(0, size - 28 - 2)  # 28: the IPv4 and UDP headers
     try:
         for _ in range(tries):
-            for fid, sock in sockets.items():
-                if fid not in refused:
-                    _send_big(sock, payload, fid, refused)
-            _await_refusals(sockets, refused, wait)
+            waiting = {fid: sock for fid, sock in sockets.items() if fid not in refused and fid not in arrived}
+            if not waiting:
+                break
+            for fid, sock in waiting.items():
+                _send_big(sock, payload, fid, refused, arrived)
+            _await_refusals(waiting, refused, arrived, wait)
     finally:
         for sock in sockets.values():
             sock.close()
     return {f.flow: refused.get(f.flow, {}) for f in flows}
 
 
-def _send_big(sock: socket.socket, payload: bytes, fid: int, refused: dict[int, dict[str, Any]]) -> None:
-    try:
-        sock.send(payload)
-    except OSError as exc:  # the sender's own interface is smaller
-        refused[fid] = {"hop": "", "mtu": 0, "local": str(exc)}
+def _send_big(sock: socket.socket, payload: bytes, fid: int, refused: dict[int, dict[str, Any]],
+              arrived: set[int]) -> None:
+    for _ in range(2):
+        try:
+            sock.send(payload)
+            return
+        except OSError as exc:
+            if exc.errno == errno.EMSGSIZE:  # this host's own interface is smaller
+                refused[fid] = {"hop": "", "mtu": 0, "local": str(exc)}
+                return
+            _sort_errors(read_errors(sock), fid, refused, arrived)  # an earlier answer is pending: read it
 
 
-def _await_refusals(sockets: dict[int, socket.socket], refused: dict[int, dict[str, Any]], wait: float) -> None:
+def _await_refusals(sockets: dict[int, socket.socket], refused: dict[int, dict[str, Any]], arrived: set[int],
+                    wait: float) -> None:
     deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and any(f not in refused and f not in arrived for f in sockets):
+        wait_for_any(list(sockets.values()), 0.05)
         for fid, sock in sockets.items():
-            for error in read_errors(sock):
-                if error.kind == ICMP_UNREACHABLE and error.code == ICMP_FRAG_NEEDED:
-                    refused[fid] = {"hop": error.offender, "mtu": error.info}
-        time.sleep(0.02)
+            _sort_errors(read_errors(sock), fid, refused, arrived)
+
+
+def _sort_errors(errors: list[IcmpError], fid: int, refused: dict[int, dict[str, Any]], arrived: set[int]) -> None:
+    for error in errors:
+        if error.kind == ICMP_UNREACHABLE and error.code == ICMP_FRAG_NEEDED:
+            refused[fid] = {"hop": error.offender, "mtu": error.info}
+        elif error.kind == ICMP_UNREACHABLE and error.code == ICMP_PORT_UNREACHABLE:
+            arrived.add(fid)
 
 
 def main() -> None:

@@ -22,9 +22,12 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from gpunet.model.flows import sample_ports
 from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.plan import Interface, Node, Plan
+from gpunet.probe import paths
 from gpunet.runner import CommandRunner, run_local
 
 ICMP_IP_HEADERS = 28
+MULTIPATH_AT_ONCE = threading.BoundedSemaphore(4)  # 4 x PATHS_PER_PEER sockets open at most
+PATHS_PER_PEER = 32  # source ports per peer and plane: with 16 uplinks, each is hit with odds of 1 - (15/16)**32
 REFUSED_RETRIES = 10  # a peer's listener starts with its doctor: seconds later on a busy host
 TIMED_OUT = (errno.EAGAIN, errno.ETIMEDOUT, errno.EINPROGRESS)
 RETRY_AFTER_S = 1.0  # a lost echo or SYN is tried once more after this (a neighbour entry being resolved)
@@ -110,10 +113,30 @@ def _run_one(probe: PeerProbe, run: CommandRunner, timeout: float, peer_listens:
     if probe.kind == "dad":
         return _duplicate(probe, run, timeout)
     result = _ping(probe, run, timeout)
-    if result.ok:
-        return result
-    time.sleep(RETRY_AFTER_S)  # one lost echo is noise on a busy host, not a fault
-    return _ping(probe, run, timeout)
+    if not result.ok:
+        time.sleep(RETRY_AFTER_S)  # one lost echo is noise on a busy host, not a fault
+        result = _ping(probe, run, timeout)
+    if probe.kind == "pmtu" and result.ok:
+        return _every_path_mtu(probe, timeout)
+    return result
+
+
+def _every_path_mtu(probe: PeerProbe, timeout: float) -> PeerResult:
+    """The ping takes one of the equal-cost paths (ICMP hashes on addresses alone); plane-MTU UDP
+    packets with Don't Fragment from PATHS_PER_PEER source ports take the others. A hop that
+    cannot forward one says so (fragmentation needed), naming itself and its MTU."""
+    size = probe.size + ICMP_IP_HEADERS
+    flows = [paths.Flow(n, probe.source, probe.target, 0, paths.DISCARD_PORT) for n in range(PATHS_PER_PEER)]
+    try:
+        with MULTIPATH_AT_ONCE:
+            refused = {fid: r for fid, r in paths.mtu(flows, size, wait=min(timeout, 0.5)).items() if r}
+    except OSError as exc:
+        return PeerResult(probe, None, f"multi-path probe not sent: {exc}")
+    if not refused:
+        return PeerResult(probe, True, f"{size}-byte packets passed on {PATHS_PER_PEER} source ports (paths)")
+    hops = sorted({f"{r['hop'] or 'this host'} (next-hop MTU {r['mtu']})" for r in refused.values()})
+    return PeerResult(probe, False, f"{len(refused)} of {PATHS_PER_PEER} source ports (equal-cost paths) refused "
+                                    f"{size}-byte packets: fragmentation needed at {', '.join(hops)}")
 
 
 def _ping(probe: PeerProbe, run: CommandRunner, timeout: float) -> PeerResult:
