@@ -86,8 +86,9 @@ def _pct(part: int, whole: int) -> float | None:
 
 
 class Ecmp:
-    """Equal-cost paths through the plane's switch tiers: up at random until a switch above the
-    destination leaf, then down at random towards it (parallel cables chosen at random too)."""
+    """Equal-cost (shortest up-then-down) paths through the plane's switch tiers: up, at random
+    among the uplinks that lead to the destination leaf by the fewest hops, then down at random
+    towards it (parallel cables chosen at random too)."""
 
     def __init__(self, plan: Plan) -> None:
         tier = {s.name: s.tier for s in plan.switches if s.plane == PLANE}
@@ -98,25 +99,24 @@ class Ecmp:
                 low, high = sorted((link.a.device, link.b.device), key=lambda d: TIER_RANK[tier[d]])
                 self.up[low].append((link, high))
                 self.down[high].append((link, low))
-        self.above: dict[str, set[str]] = {}
-
-    def ancestors(self, leaf: str) -> set[str]:
-        if leaf not in self.above:
-            found, frontier = set(), {leaf}
-            while frontier:
-                frontier = {high for low in frontier for _, high in self.up[low]} - found
-                found |= frontier
-            self.above[leaf] = found
-        return self.above[leaf]
+        by_rank = sorted(tier, key=lambda d: TIER_RANK[tier[d]])
+        self.below: dict[str, frozenset[str]] = {}  # leaves reachable going down
+        for switch in by_rank:
+            self.below[switch] = frozenset({switch}) if tier[switch] == "leaf" else frozenset().union(
+                *(self.below[low] for _, low in self.down[switch]))
+        self.reach: dict[str, frozenset[str]] = {}  # leaves reachable going up, then down
+        for switch in reversed(by_rank):
+            self.reach[switch] = self.below[switch].union(*(self.reach[high] for _, high in self.up[switch]))
 
     def path(self, rng: random.Random, src: str, dst: str) -> list[Link]:
         here, links = src, []
-        target = self.ancestors(dst)
-        while here != dst and here not in target:
-            link, here = rng.choice(self.up[here])
+        while dst not in self.below[here]:
+            ups = self.up[here]
+            direct = [(lk, high) for lk, high in ups if dst in self.below[high]]
+            link, here = rng.choice(direct or [(lk, high) for lk, high in ups if dst in self.reach[high]])
             links.append(link)
         while here != dst:
-            link, here = rng.choice([(lk, low) for lk, low in self.down[here] if low == dst or low in target])
+            link, here = rng.choice([(lk, low) for lk, low in self.down[here] if dst in self.below[low]])
             links.append(link)
         return links
 
