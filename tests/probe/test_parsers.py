@@ -20,7 +20,7 @@ from gpunet.bench.iperf3 import parse_iperf3_json
 from gpunet.bench.nccl import parse_nccl_tests, parse_nccl_tests_json
 from gpunet.bench.perftest import parse_perftest
 from gpunet.errors import ParseError
-from gpunet.fabric.counters import parse_ibqueryerrors
+from gpunet.fabric.counters import parse_ibqueryerrors, parse_ip_link_stats
 from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
 from gpunet.fabric.lldp import parse_lldpcli_json
 from gpunet.probe.parsers import (
@@ -61,6 +61,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "lldpcli": parse_lldpcli_json,  # json and json0, lldpd 1.0.x
     "ibnetdiscover": parse_ibnetdiscover,
     "ibqueryerrors": parse_ibqueryerrors,
+    "ip_link_stats_json": lambda text: parse_ip_link_stats(text, "comp-leaf001"),
 }
 
 

@@ -16,7 +16,7 @@ from gpunet.errors import ParseError, UsageError
 from gpunet.fabric.counters import parse_ibqueryerrors
 from gpunet.localize.probing import ProbeSettings
 from gpunet.localize.report import LocalizeReport
-from gpunet.localize.run import localize_counters, localize_ibsim, localize_lab
+from gpunet.localize.run import localize_counters, localize_ibsim, localize_lab, localize_prometheus
 
 MAX_FILE_BYTES = 64 * 2**20
 
@@ -30,10 +30,14 @@ def localize(
     ibqueryerrors: Annotated[Path | None, typer.Option("--ibqueryerrors", help="A saved ibqueryerrors output (the "
                                                                                 "later sample); needs --plan.")]
     = None,
+    prometheus: Annotated[str | None, typer.Option("--prometheus", help="A Prometheus server's URL: switch port "
+                                                                       "errors from snmp_exporter's IF-MIB series; "
+                                                                       "needs --plan.")] = None,
     before: Annotated[Path | None, typer.Option("--before", help="A saved ibqueryerrors output taken earlier: "
                                                                  "counts are what grew since.")] = None,
-    window: Annotated[float, typer.Option("--window", min=0, max=3600, help="With --ibsim: seconds between two "
-                                                                             "samples (0: one sample).")] = 0.0,
+    window: Annotated[float, typer.Option("--window", min=0, max=86400, help="With --ibsim or --prometheus: "
+                                                                              "seconds between two samples (0: one "
+                                                                              "sample, totals).")] = 0.0,
     plan: Annotated[Path | None, typer.Option("--plan", help="plan.json or spec the ports are named from.")] = None,
     planes: Annotated[list[str] | None, typer.Option("--plane", help="Probe this plane (repeat); default: every "
                                                                     "plane with more than one switch tier.")]
@@ -45,20 +49,23 @@ def localize(
 ) -> None:
     """Ranked suspect cables, each with its evidence, a confidence and the fix. Exit 1 when one
     is named, 0 when the fabric looks clean, 2 on bad input."""
-    given = [name for name, value in (("--lab", lab), ("--ibsim", ibsim), ("--ibqueryerrors", ibqueryerrors))
-             if value is not None]
+    given = [name for name, value in (("--lab", lab), ("--ibsim", ibsim), ("--ibqueryerrors", ibqueryerrors),
+                                      ("--prometheus", prometheus)) if value is not None]
     if len(given) != 1:
-        raise UsageError(f"give exactly one of --lab, --ibsim, --ibqueryerrors (got {', '.join(given) or 'none'})")
+        raise UsageError("give exactly one of --lab, --ibsim, --ibqueryerrors, --prometheus (got "
+                         f"{', '.join(given) or 'none'})")
+    if (ibqueryerrors or prometheus) and plan is None:
+        raise UsageError(f"{given[0]} needs --plan: the plan.json (or spec) the ports are named from")
     with stderr.status("localizing…", spinner="dots"):
         if lab is not None:
             report = localize_lab(lab, planes or [], ProbeSettings(flows_per_pair=flows_per_pair, packets=packets))
         elif ibsim is not None:
             _check(before)
             report = localize_ibsim(ibsim, _read(before) if before else None, window)
+        elif prometheus is not None and plan is not None:
+            report = _from_prometheus(plan, prometheus, window)
         else:
-            if plan is None:
-                raise UsageError("--ibqueryerrors needs --plan: the plan.json (or spec) the ports are named from")
-            assert ibqueryerrors is not None
+            assert ibqueryerrors is not None and plan is not None
             _check(ibqueryerrors, before)
             report = localize_counters(api.load_plan(plan), _read(ibqueryerrors), _read(before) if before else None)
     if as_json:
@@ -67,6 +74,13 @@ def localize(
         _print(report)
     if report.named:
         raise typer.Exit(EXIT_CHECKS_FAILED)
+
+
+def _from_prometheus(plan: Path, url: str, window: float) -> LocalizeReport:
+    try:
+        return localize_prometheus(api.load_plan(plan), url, window)
+    except ParseError as exc:
+        raise UsageError(f"--prometheus {url}: {exc}") from None
 
 
 def _check(*paths: Path | None) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpunet.fabric.cabling import cable_name
-from gpunet.fabric.counters import CONGESTION, DAMAGE, DISCARDS, PortErrors
+from gpunet.fabric.counters import CONGESTION, DAMAGE, DISCARDS, ETH_DAMAGE, ETH_DROPS, EthPortErrors, PortErrors
 from gpunet.fabric.observed import MELLANOX_DESCRIPTION, End, Names
 from gpunet.localize.report import Suspect, cable_fix
 from gpunet.model.plan import Link, Plan
@@ -64,33 +64,60 @@ def deltas(before: Sequence[PortErrors] | None, after: Sequence[PortErrors]) -> 
 
 def counter_suspects(plan: Plan, before: Sequence[PortErrors] | None, after: Sequence[PortErrors],
                      seconds: float | None = None) -> CounterReading:
+    """InfiniBand ports (ibqueryerrors)."""
     names = Names(plan)
-    cable_at: dict[End, Link] = {End(p.device, p.port): link for link in plan.links for p in (link.a, link.b)}
     changed, notes = deltas(before, after)
-    damage: dict[str, list[tuple[End, dict[str, int]]]] = defaultdict(list)
     reading = CounterReading(notes=notes)
+    ports = [(port_end(names, p), p.counters, f"{p.description} port {p.port}") for p in changed]
+    return _rank(plan, ports, DAMAGE, seconds, reading)
+
+
+def eth_counter_suspects(plan: Plan, before: Sequence[EthPortErrors] | None, after: Sequence[EthPortErrors],
+                         seconds: float | None = None) -> CounterReading:
+    """Ethernet switch ports (`ip -s -s -j link` from the switch, or snmp_exporter's IF-MIB)."""
+    names = Names(plan)
+    earlier = {(p.device, p.interface): p for p in before} if before is not None else None
+    reading = CounterReading(notes=[] if before is not None else
+                             ["one sample: counts are totals since the counters were last cleared, not rates"])
+    ports = []
+    for port in after:
+        old = earlier.get((port.device, port.interface)) if earlier is not None else None
+        grown = {k: v - (old.counters.get(k, 0) if old else 0) for k, v in port.counters.items()}
+        grown = {k: v for k, v in grown.items() if v > 0}
+        device = names.device(port.device)
+        local = names.port(device, [port.interface]) if device else None
+        ports.append((End(device, local) if device and local else None, grown, f"{port.device} {port.interface}"))
+    reading.notes += drops_note(ports)
+    return _rank(plan, [p for p in ports if p[1]], ETH_DAMAGE, seconds, reading)
+
+
+def _rank(plan: Plan, ports: list[tuple[End | None, dict[str, int], str]], damage_kinds: tuple[str, ...],
+          seconds: float | None, reading: CounterReading) -> CounterReading:
+    """Damage summed per cable (either end), cables ranked by it; other signals said in notes."""
+    cable_at: dict[End, Link] = {End(p.device, p.port): link for link in plan.links for p in (link.a, link.b)}
+    damage: dict[str, list[tuple[End, dict[str, int]]]] = defaultdict(list)
     unnamed = []
-    for port in changed:
-        end = port_end(names, port)
+    for end, counters, shown in ports:
         link = cable_at.get(end) if end else None
         if end is None or link is None:
-            unnamed.append(f"{port.description} port {port.port}")
+            unnamed.append(shown)
             continue
-        hurt = {k: v for k, v in port.counters.items() if k in DAMAGE}
+        hurt = {k: v for k, v in counters.items() if k in damage_kinds}
         if hurt:
             damage[cable_name(link)].append((end, hurt))
-        reading.notes += _other_signals(end, port.counters, seconds)
+        reading.notes += _other_signals(end, counters, seconds)
     if unnamed:
-        reading.notes.append(f"{len(unnamed)} errored port(s) on no planned cable, skipped: {', '.join(unnamed[:3])}")
+        reading.notes.append(f"{len(unnamed)} port(s) with errors on no planned cable, skipped: "
+                             f"{', '.join(unnamed[:3])}")
     total = sum(sum(c.values()) for ends in damage.values() for _, c in ends) or 1
+    span = f" in {seconds:g} s" if seconds else ""
     for cable, ends in sorted(damage.items(), key=lambda item: -sum(sum(c.values()) for _, c in item[1])):
         count = sum(sum(c.values()) for _, c in ends)
-        evidence = tuple(f"{end}: " + ", ".join(f"{k} +{v}" for k, v in sorted(c.items())) +
-                         (f" in {seconds:g} s" if seconds else "") for end, c in ends)
+        evidence = tuple(f"{end}: " + ", ".join(f"{k} +{v}" for k, v in sorted(c.items())) + span for end, c in ends)
         reading.suspects.append(Suspect(
             cable=cable, plane=cable_at[ends[0][0]].plane, source="counters", confidence=round(count / total, 3),
             evidence=evidence, fix=cable_fix(plan, cable) + "; the port counting errors receives a bad signal: "
-            "suspect the cable and the optic at the far end first"))
+            "suspect the cable and the optic at the far end first", named=count >= MIN_DAMAGE))
     return reading
 
 
@@ -106,3 +133,14 @@ def _other_signals(end: End, counters: dict[str, int], seconds: float | None) ->
         notes.append(f"{end} discarded packets on the way out{span}: " +
                      ", ".join(f"{k} +{v}" for k, v in dropped.items()) + " (congestion or a link that went down)")
     return notes
+
+
+def drops_note(ports: list[tuple[End | None, dict[str, int], str]]) -> list[str]:
+    """Ethernet drops in one line: a full queue, or frames nobody takes (LLDP where no daemon
+    listens, IPv6 where it is off), not a bad cable."""
+    dropped = sorted(((sum(v for k, v in c.items() if k in ETH_DROPS), shown) for _, c, shown in ports), reverse=True)
+    dropped = [(n, shown) for n, shown in dropped if n]
+    if not dropped:
+        return []
+    return [f"{len(dropped)} Ethernet port(s) dropped packets (not errors: a full queue, or frames nobody takes), "
+            f"most at {dropped[0][1]}: {dropped[0][0]}"]

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections.abc import Sequence
 
 from gpunet.errors import UsageError
-from gpunet.fabric.counters import parse_ibqueryerrors
+from gpunet.fabric.counters import EthPortErrors, parse_ibqueryerrors, parse_ip_link_stats, parse_prometheus_vector
 from gpunet.fabric.observed import End
 from gpunet.lab.build import COUNTERS_NOTE, LAB_PLAN, node_argv
 from gpunet.lab.ibsim import run_tool, sim_plan
 from gpunet.lab.state import LabState, lab_dir, read_state
-from gpunet.localize.counters import counter_suspects
+from gpunet.localize.counters import counter_suspects, eth_counter_suspects
 from gpunet.localize.probing import HopMap, PlaneProbe, ProbeSettings, probe_plane
-from gpunet.localize.report import LocalizeReport, PlaneSummary, Suspect, probing_suspect
+from gpunet.localize.report import LocalizeReport, PlaneSummary, Suspect, merge, probing_suspect
 from gpunet.localize.tomography import blame
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Plan
+from gpunet.runner import run_local
 
 LAB_NOTE = COUNTERS_NOTE
 
@@ -56,10 +60,56 @@ def localize_lab(lab_id: str, planes: Sequence[str] = (), settings: ProbeSetting
     plan = read_plan(lab_dir(lab_id) / LAB_PLAN)
     hop_map = lab_hop_map(state, plan)
     tiers: dict[str, int] = {c.plane: c.tiers for c in plan.capacity}
+    before = lab_switch_counters(state, plan)
     probes = [probe_plane(plan, plane, lambda node, argv: node_argv(lab_id, node, argv), hop_map,
                           settings=settings or ProbeSettings(), max_hops=2 * tiers[plane])
               for plane in routed_planes(plan, planes)]
-    return _report(plan, probes, [LAB_NOTE], time.monotonic() - started)
+    counters = eth_counter_suspects(plan, before, lab_switch_counters(state, plan), time.monotonic() - started)
+    return _report(plan, probes, [LAB_NOTE, *counters.notes], time.monotonic() - started, counters.suspects)
+
+
+def lab_switch_counters(state: LabState, plan: Plan) -> list[EthPortErrors]:
+    """`ip -s -s -j link` in every switch namespace: its ports' counters, as a Linux switch OS shows them."""
+    found: list[EthPortErrors] = []
+    for switch in plan.switches:
+        ns = f"gn{state.lab_id}-{switch.name}"
+        if ns not in state.namespaces:
+            continue
+        done = run_local(["ip", "netns", "exec", ns, "ip", "-s", "-s", "-j", "link"], check=False, timeout=30)
+        if done.returncode == 0:
+            found += parse_ip_link_stats(done.stdout, switch.name)
+    return found
+
+
+def localize_prometheus(plan: Plan, url: str, window: float, now: float | None = None) -> LocalizeReport:
+    """IF-MIB error counters as snmp_exporter exports them, from a Prometheus server's HTTP API:
+    the values now and `window` seconds ago."""
+    started = time.monotonic()
+    at = time.time() if now is None else now
+    after, stale = parse_prometheus_vector(prometheus_query(url, at), at)
+    before, _ = parse_prometheus_vector(prometheus_query(url, at - window), at - window) if window else ((), [])
+    reading = eth_counter_suspects(plan, before if window else None, after, window or None)
+    return LocalizeReport(suspects=tuple(reading.suspects), seconds=round(time.monotonic() - started, 2),
+                          notes=(f"switch port counters from Prometheus at {url}", *stale, *reading.notes))
+
+
+IF_MIB_QUERY = '{__name__=~"ifInErrors|ifOutErrors|ifInDiscards|ifOutDiscards"}'
+MAX_ANSWER_BYTES = 64 * 2**20
+
+
+def prometheus_query(url: str, at: float) -> str:
+    """GET /api/v1/query at a time; http(s) only, bounded in time and size."""
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
+        raise UsageError(f"--prometheus {url!r}: an http:// or https:// address of a Prometheus server")
+    query = urllib.parse.urlencode({"query": IF_MIB_QUERY, "time": f"{at:.3f}"})
+    try:
+        with urllib.request.urlopen(f"{url.rstrip('/')}/api/v1/query?{query}", timeout=30) as answer:
+            body: bytes = answer.read(MAX_ANSWER_BYTES)
+    except urllib.error.HTTPError as exc:
+        body = exc.read(MAX_ANSWER_BYTES)  # Prometheus explains a bad query in JSON
+    except (urllib.error.URLError, OSError) as exc:
+        raise UsageError(f"--prometheus {url}: {getattr(exc, 'reason', exc)}") from None
+    return body.decode(errors="replace")
 
 
 def localize_counters(plan: Plan, after: str, before: str | None = None, seconds: float | None = None,
@@ -91,7 +141,8 @@ def _ibqueryerrors(sim_id: str) -> str:
     return done.stdout
 
 
-def _report(plan: Plan, probes: list[PlaneProbe], notes: list[str], seconds: float) -> LocalizeReport:
+def _report(plan: Plan, probes: list[PlaneProbe], notes: list[str], seconds: float,
+            counted: Sequence[Suspect] = ()) -> LocalizeReport:
     suspects: list[Suspect] = []
     for probe in probes:
         suspects += [probing_suspect(plan, probe.plane, b) for b in blame(probe.samples)]
@@ -100,7 +151,7 @@ def _report(plan: Plan, probes: list[PlaneProbe], notes: list[str], seconds: flo
         if uncovered:
             notes.append(f"{probe.plane}: {len(uncovered)} of {len(probe.cables)} cables carried no learned probe "
                          f"(e.g. {uncovered[0]}): a fault there cannot be seen by probing")
-    ranked = sorted(suspects, key=lambda s: (not s.named, -s.confidence))
+    ranked = merge(suspects, list(counted))
     summaries = tuple(PlaneSummary(plane=p.plane, flows=p.flows, learned=p.learned,
                                    packets=sum(s.sent for s in p.samples), lost=sum(s.lost for s in p.samples),
                                    cables=len(p.cables), covered=len(p.covered & p.cables)) for p in probes)
