@@ -15,6 +15,7 @@ from gpunet import api
 from gpunet.cli.console import stderr
 from gpunet.cli.errors import handles_errors
 from gpunet.monitor import ExporterOptions, build_registry, default_listen, parse_listen
+from gpunet.monitor.fabric import fabric_reader
 from gpunet.monitor.server import make_server
 from gpunet.monitor.webconfig import WebConfig, load_web_config
 
@@ -38,6 +39,11 @@ def exporter(
     probe_peers: Annotated[bool, typer.Option(
         "--probe-peers", help="Ping peers on every plane in the background (RTT histograms, loss).")] = False,
     probe_interval: Annotated[float, typer.Option(help="Seconds between rounds of peer probes.", min=1)] = 10.0,
+    fabric_ibqueryerrors: Annotated[bool, typer.Option(
+        "--fabric-ibqueryerrors", help="Also serve the fabric's port counters per Plan cable (ibqueryerrors at each "
+                                       "scrape: run on one host attached to the fabric).")] = False,
+    fabric_ibsim: Annotated[str | None, typer.Option(
+        "--fabric-ibsim", help="The same from a simulated fabric (gpunet ibsim).")] = None,
 ) -> None:
     """Prometheus exporter: interfaces, TCP, bonds, InfiniBand/RoCE counters and drift from the Plan."""
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
@@ -45,7 +51,8 @@ def exporter(
     name = node or socket.gethostname().split(".")[0]
     registry, prober = build_registry(ExporterOptions(
         plan=loaded, node=name if loaded else None, root=root, include_virtual=include_virtual, timeout=timeout,
-        probe_peers=probe_peers, probe_interval=probe_interval))
+        probe_peers=probe_peers, probe_interval=probe_interval,
+        fabric=fabric_reader(fabric_ibqueryerrors, fabric_ibsim)))
     config = load_web_config(web_config) if web_config else WebConfig()
     address, port = parse_listen(listen) if listen else default_listen(loaded, name if loaded else None)
     server = make_server(registry, address, port, config)

@@ -4,6 +4,7 @@ optional Pingmesh-style peer probes, served over HTTP(S) with the exporter-toolk
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from prometheus_client.registry import CollectorRegistry
@@ -13,6 +14,7 @@ from gpunet.model.flows import GPUNET_EXPORTER_PORT
 from gpunet.model.plan import Node, Plan
 from gpunet.monitor.collectors import NodeView
 from gpunet.monitor.exporter import DEFAULT_TIMEOUT_S, GpunetCollector, node_collectors
+from gpunet.monitor.fabric import FabricReader, collect_fabric
 from gpunet.monitor.peers import PeerProber, ping_probes, system_ping
 from gpunet.probe.node import read_addresses
 
@@ -29,6 +31,7 @@ class ExporterOptions:
     probe_peers: bool = False
     probe_interval: float = 10.0
     probes_per_round: int = 32
+    fabric: FabricReader | None = None  # ibqueryerrors' output: this exporter also serves fabric port counters
 
 
 def planned_node(plan: Plan | None, name: str | None) -> Node | None:
@@ -53,6 +56,10 @@ def build_registry(options: ExporterOptions) -> tuple[CollectorRegistry, PeerPro
         prober = PeerProber(ping_probes(options.plan, node), system_ping(), options.probe_interval,
                             options.probes_per_round)
         collectors["peers"] = prober.collect
+    if options.fabric is not None:
+        if options.plan is None:
+            raise UsageError("the fabric counters need --plan (ports are named by the Plan's cables)")
+        collectors["fabric"] = partial(collect_fabric, options.plan, options.fabric)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(GpunetCollector(collectors, options.timeout))
     return registry, prober

@@ -96,6 +96,14 @@ def sections() -> list[tuple[str, list[Panel]]]:
                 ("{{leaf}} IB symbol errors",
                  f'sum by (leaf) ({_rate("gpunet_infiniband_symbol_errors_total", LEAF_HCA)})')]),
         ]),
+        ("Fabric: switch and HCA ports per Plan cable (the fabric exporter)", [
+            ("Port errors per cable", "short", [
+                ("{{cable}} {{counter}}", f'sum by (cable, counter) (increase(gpunet_fabric_port_errors_total'
+                 f'{{plane=~"$plane", counter!="PortXmitWait"}}{WINDOW})) > 0')]),
+            ("Congestion per cable (PortXmitWait: waiting for credits, not damage)", "short", [
+                ("{{cable}}", 'sum by (cable) (increase(gpunet_fabric_port_errors_total{plane=~"$plane", '
+                 f'counter="PortXmitWait"}}{WINDOW})) > 0')]),
+        ]),
         ("Plan drift and peers", [
             ("Plan drift (observed differs from the Plan)", "table", [
                 ("", f"gpunet_plan_drift{{{IFACE}}} == 1")]),

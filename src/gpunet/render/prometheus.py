@@ -138,7 +138,7 @@ def alert_groups(plan: Plan) -> dict[str, list[Alert]]:
     """Every alert by rule group; the InfiniBand port alerts only where the Plan has HCAs."""
     return {"gpunet-links": link_alerts(), "gpunet-counters": counter_alerts(),
             "gpunet-infiniband": infiniband_alerts(plan), "gpunet-peers": peer_alerts(),
-            "gpunet-exporter": exporter_alerts()}
+            "gpunet-fabric": fabric_alerts(), "gpunet-exporter": exporter_alerts()}
 
 
 def _ratio(part: str, whole: str, window: str = RATE_WINDOW) -> str:
@@ -232,9 +232,26 @@ def peer_alerts() -> list[Alert]:
     ]
 
 
+# The counters that mean a bad signal on the cable into the port (localize/counters.DAMAGE), not
+# congestion (PortXmitWait) or drops on the way out.
+FABRIC_DAMAGE = ("SymbolErrorCounter|LinkErrorRecoveryCounter|LinkDownedCounter|PortRcvErrors"
+                 "|PortRcvRemotePhysicalErrors|LocalLinkIntegrityErrors|ExcessiveBufferOverrunErrors")
+
+
+def fabric_alerts() -> list[Alert]:
+    """From the fabric exporter: a cable whose ports count errors, named as the Plan names it."""
+    errors = (f'sum by (node, cable, plane) (increase(gpunet_fabric_port_errors_total{{counter=~"{FABRIC_DAMAGE}"}}'
+              f"[10m])) > {IB_SYMBOL_ERRORS}")
+    return [Alert("GpunetFabricCableErrors", errors, "0m", "warning",
+                  "Cable {{ $labels.cable }} ({{ $labels.plane }} plane) counted {{ $value | humanize }} port errors "
+                  "in 10 minutes (fabric exporter on {{ $labels.node }})", "GN-IB-02",
+                  "gpunet localize --ibqueryerrors <now> --before <earlier> --plan plan.json names it with the fix; "
+                  "reseat, then replace the cable {{ $labels.cable }}; on its hosts gpunet doctor, check GN-IB-02")]
+
+
 # The doctor check that reads what each collector reads.
 COLLECTOR_CHECKS = {"netdev": "GN-LINK-01", "netstat": "GN-TCP-01", "bonding": "GN-BOND-01",
-                    "infiniband": "GN-IB-01", "plan": "GN-ADDR-01", "peers": "GN-PEER-01"}
+                    "infiniband": "GN-IB-01", "plan": "GN-ADDR-01", "peers": "GN-PEER-01", "fabric": "GN-IB-02"}
 
 
 def exporter_alerts() -> list[Alert]:

@@ -1,0 +1,67 @@
+"""The fabric's own port counters per Plan cable, for the exporter of one host attached to the
+fabric (the subnet manager's, say): `ibqueryerrors` at scrape time, each errored port mapped to
+the planned cable at it. Only ports over ibqueryerrors' thresholds are listed, so a cable's
+series appears once it counts errors: absent means under the threshold, not unknown."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from functools import partial
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from gpunet.errors import ParseError, UsageError
+from gpunet.fabric.cabling import cable_name
+from gpunet.fabric.counters import parse_ibqueryerrors
+from gpunet.fabric.observed import End, Names
+from gpunet.lab.ibsim import run_tool
+from gpunet.localize.counters import port_end
+from gpunet.model.plan import Plan
+from gpunet.monitor.collectors import CollectorError
+from gpunet.runner import run_local
+
+FabricReader = Callable[[], str]  # ibqueryerrors' output, however it is run
+
+
+def collect_fabric(plan: Plan, read: FabricReader) -> list[Metric]:
+    try:
+        ports = parse_ibqueryerrors(read())
+    except ParseError as exc:
+        raise CollectorError(f"ibqueryerrors: {exc}") from None
+    names = Names(plan)
+    cable_at = {End(p.device, p.port): link for link in plan.links for p in (link.a, link.b)}
+    errors = CounterMetricFamily("gpunet_fabric_port_errors", "A switch or HCA port's counter as ibqueryerrors "
+                                 "reports it (over its threshold), on the Plan's cable at that port.",
+                                 labels=["cable", "plane", "device", "port", "counter"])
+    unmapped = 0
+    for port in ports:
+        end = port_end(names, port)
+        link = cable_at.get(end) if end else None
+        if end is None or link is None:
+            unmapped += 1
+            continue
+        for counter, value in sorted(port.counters.items()):
+            errors.add_metric([cable_name(link), link.plane, end.device, end.port, counter], value)
+    missing = GaugeMetricFamily("gpunet_fabric_unmapped_ports", "Errored ports on no planned cable (a device the "
+                                "Plan cannot name: set node descriptions).")
+    missing.add_metric([], unmapped)
+    return [errors, missing]
+
+
+def fabric_reader(here: bool, sim: str | None) -> FabricReader | None:
+    """ibqueryerrors run on this host, or against a simulated fabric; None for neither."""
+    if here and sim:
+        raise UsageError("give one of --fabric-ibqueryerrors, --fabric-ibsim")
+    if sim:
+        return partial(_ibqueryerrors, lambda: run_tool(sim, ["ibqueryerrors"], timeout=60))
+    if here:
+        return partial(_ibqueryerrors, lambda: run_local(["ibqueryerrors"], check=False, timeout=60))
+    return None
+
+
+def _ibqueryerrors(run: Callable[[], subprocess.CompletedProcess[str]]) -> str:
+    done = run()
+    if "## Summary" not in done.stdout:  # it exits 1 when it found errors: the summary says it finished
+        raise CollectorError(f"ibqueryerrors exited {done.returncode}: {done.stderr.strip()[:200]}")
+    return done.stdout
