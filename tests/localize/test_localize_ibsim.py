@@ -7,12 +7,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 from typer.testing import CliRunner
 
 from gpunet.cli.main import app
 from gpunet.lab.ibsim import apply_fault, ibsim_down, ibsim_up, missing_tools, run_tool
 from gpunet.lab.ibsim_state import IbFault, IbsimState
 from gpunet.localize.run import localize_ibsim
+from gpunet.monitor import ExporterOptions, build_registry
+from gpunet.monitor.fabric import fabric_reader
 from tests.render.rendered import example_plan
 
 pytestmark = [pytest.mark.lab,
@@ -50,3 +53,15 @@ def test_a_bad_before_file_is_refused_by_file_and_line(sim: IbsimState, tmp_path
     result = runner.invoke(app, ["localize", "--ibsim", SIM, "--before", str(bad)])
     assert result.exit_code == 2
     assert f"{bad}: line 2:" in result.output
+
+
+def test_the_fabric_exporter_serves_the_simulators_counters_per_cable(sim: IbsimState) -> None:
+    apply_fault(SIM, IbFault(kind="counter", end="comp-leaf002:40", value="PortCounters.LinkDownedCounter=7"))
+    registry, _ = build_registry(ExporterOptions(plan=example_plan("scalable-unit"), node="login01", root=Path("/x"),
+                                                 fabric=fabric_reader(False, SIM)))
+    metrics = generate_latest(registry).decode()
+    cable = next(f"{link.a.device}:{link.a.port} {link.b.device}:{link.b.port}"
+                 for link in example_plan("scalable-unit").links
+                 if (link.a.device, link.a.port) == ("comp-leaf002", "40"))
+    assert f'gpunet_fabric_port_errors_total{{cable="{cable}",counter="LinkDownedCounter"' in metrics
+    assert 'gpunet_collector_success{collector="fabric"} 1.0' in metrics
