@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -152,7 +153,8 @@ def test_loss_causing_retransmissions(lab: LabState) -> None:
     target = lab_address(lab, "gpu7", "ens1")
     try:
         with server_process(LAB, "gpu7", "iperf3", "-s", "-1", "-B", target), \
-                server_process(LAB, "gpu6", "sh", "-c", f"sleep 0.5; iperf3 -c {target} -t 6 -b 40M"):
+                server_process(LAB, "gpu6", "sh", "-c", f"sleep 1; iperf3 -c {target} -t 10 -b 40M"):
+            time.sleep(2)  # the server listening and the client sending before doctor measures (a busy CI host)
             _, findings = doctor("gpu6", interval=3)
     finally:
         heal(LAB)
