@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
