@@ -247,12 +247,13 @@ def main() -> None:
     parser.add_argument("--sim-trials", type=int, default=100, help="per size and mode (12 500: a fifth)")
     parser.add_argument("--sizes", default="1024,12500")
     parser.add_argument("--no-lab", action="store_true")
+    parser.add_argument("--no-sim", action="store_true", help="skip the simulation part")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     result: dict[str, Any] = {"simulation": []}
-    for size in (int(s) for s in args.sizes.split(",")):
+    for size in () if args.no_sim else (int(s) for s in args.sizes.split(",")):
         trials = args.sim_trials if size <= 2048 else max(10, args.sim_trials // 5)
         result["simulation"].append(simulated(size, trials, rng))
     if args.no_lab or os.geteuid() != 0:

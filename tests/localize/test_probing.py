@@ -9,7 +9,7 @@ import pytest
 
 from gpunet.fabric.cabling import cable_name
 from gpunet.fabric.observed import End
-from gpunet.localize.probing import HopMap, ProbeFlow, endpoints, make_flows, pairs
+from gpunet.localize.probing import HopMap, ProbeFlow, endpoints, flows_per_pair, make_flows, pairs
 from gpunet.model.plan import Plan
 from tests.render.rendered import example_plan
 
@@ -71,3 +71,12 @@ def test_a_path_that_does_not_follow_the_plan_is_left_out(plan: Plan, broken: st
     changed = {"gap": [hops[0], "", hops[2]], "unknown": [hops[0], "192.0.2.1", hops[2]],
                "skipped": [hops[0], hops[2]], "first": ["10.99.9.9", *hops[1:]]}[broken]
     assert hop_map.path(flow, changed) is None
+
+
+def test_a_plane_with_few_endpoints_gets_more_source_ports_per_pair(plan: Plan) -> None:
+    """Every uplink should expect several probes: 256 compute endpoints need the default 12 ports a
+    pair; the same uplinks with only 8 pairs need more (up to 64)."""
+    assert flows_per_pair(plan, "compute", 256, 12) == 12
+    uplinks = sum(1 for link in plan.links if link.plane == "compute" and link.tier != "node_leaf")
+    assert flows_per_pair(plan, "compute", 8, 12) == min(64, -(-8 * uplinks // 16))
+    assert flows_per_pair(plan, "compute", 0, 12) == 12

@@ -233,6 +233,21 @@ def _follow_up(command: NodeCommand, learned: Sequence[ProbeFlow], paths: Mappin
     return [PathSample(paths[f.flow], *measured[f.flow], confirming=True) for f in chosen]
 
 
+MIN_PROBES_PER_UPLINK = 8  # flows expected through each switch-to-switch cable, each way counted once
+MAX_FLOWS_PER_PAIR = 64
+
+
+def flows_per_pair(plan: Plan, plane: str, pairs_count: int, least: int) -> int:
+    """Enough source ports that every switch-to-switch cable expects MIN_PROBES_PER_UPLINK flows
+    (each flow crosses about two): a plane with few endpoints and many uplinks (storage) gets more
+    per pair than the default."""
+    uplinks = sum(1 for link in plan.links if link.plane == plane and link.tier != "node_leaf")
+    if not pairs_count:
+        return least
+    wanted = -(-MIN_PROBES_PER_UPLINK * uplinks // (2 * pairs_count))  # ceiling division
+    return max(least, min(MAX_FLOWS_PER_PAIR, wanted))
+
+
 def plane_cables(plan: Plan, plane: str) -> set[str]:
     return {cable_name(link) for link in plan.links if link.plane == plane}
 
@@ -241,7 +256,8 @@ def probe_plane(plan: Plan, plane: str, command: NodeCommand, hop_map: HopMap, *
                 max_hops: int) -> PlaneProbe:
     found = endpoints(plan, plane)
     result = PlaneProbe(plane, cables=plane_cables(plan, plane))
-    flows = make_flows(pairs(found), settings.flows_per_pair)
+    chosen = pairs(found)
+    flows = make_flows(chosen, flows_per_pair(plan, plane, len(chosen), settings.flows_per_pair))
     if not flows:
         result.notes.append(f"{plane}: fewer than two addressed endpoints, nothing to probe")
         return result
