@@ -22,8 +22,6 @@ from gpunet.model.io import read_plan
 from gpunet.model.plan import Plan
 from gpunet.runner import run_local
 
-LAB_NOTE = COUNTERS_NOTE
-
 
 def lab_hop_map(state: LabState, plan: Plan) -> HopMap:
     """Every switch namespace's addresses: port addresses name (switch, port), others the switch."""
@@ -65,7 +63,7 @@ def localize_lab(lab_id: str, planes: Sequence[str] = (), settings: ProbeSetting
                           settings=settings or ProbeSettings(), max_hops=2 * tiers[plane])
               for plane in routed_planes(plan, planes)]
     counters = eth_counter_suspects(plan, before, lab_switch_counters(state, plan), time.monotonic() - started)
-    return _report(plan, probes, [LAB_NOTE, *counters.notes], time.monotonic() - started, counters.suspects)
+    return _report(plan, probes, [COUNTERS_NOTE, *counters.notes], time.monotonic() - started, counters.suspects)
 
 
 def lab_switch_counters(state: LabState, plan: Plan) -> list[EthPortErrors]:

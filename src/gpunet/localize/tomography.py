@@ -53,16 +53,16 @@ def blame(samples: Sequence[PathSample], min_llr: float = MIN_LLR) -> list[Blame
     """Links ranked by how well a fault there explains the losses: the taken ones first."""
     tally = _Tally(samples)
     total_lost = sum(s.lost for s in samples) or 1
-    first = tally.scores()
+    first = scores = tally.scores()
     taken: list[Blame] = []
     while True:
-        scores = tally.scores()
         best = next((b for b in scores if b.llr >= min_llr and tally.confirmed(b.link)), None)
         if best is None:
             break
         tied = tuple(s.link for s in scores if s.link != best.link and _same_evidence(s, best))
         taken.append(_finish(best, True, tied, total_lost))
         tally.set_aside(best.link)
+        scores = tally.scores()
     named = {t.link for t in taken} | {link for t in taken for link in t.tied_with}
     runners = [s for s in first if s.link not in named and s.llr > 0][:RUNNERS_UP]
     return taken + [_finish(s, False, (), total_lost) for s in runners]
