@@ -148,13 +148,28 @@ def test_a_drop_of_the_slurm_port_range_is_named(lab: LabState) -> None:
     assert {subject.split()[0] for _, _, subject in failed} == {"srun"}
 
 
+def tcp_out_segments(lab_id: str, node: str) -> int:
+    """Tcp OutSegs of one lab server's namespace, from its /proc/net/snmp."""
+    lines = [line.split() for line in run_in(lab_id, node, "cat", "/proc/net/snmp").stdout.splitlines()
+             if line.startswith("Tcp:")]
+    return int(lines[1][lines[0].index("OutSegs")])
+
+
+def wait_for_tcp_sending(lab_id: str, node: str, segments: int, timeout: float = 30) -> None:
+    """Return once the node has sent that many more TCP segments: the traffic doctor is to judge is flowing."""
+    start, deadline = tcp_out_segments(lab_id, node), time.monotonic() + timeout
+    while tcp_out_segments(lab_id, node) - start < segments:
+        assert time.monotonic() < deadline, f"{node} sent under {segments} TCP segments in {timeout:g} s"
+        time.sleep(0.2)
+
+
 def test_loss_causing_retransmissions(lab: LabState) -> None:
     apply_fault(LAB, "gpu6:ens1", "loss", "5")
     target = lab_address(lab, "gpu7", "ens1")
     try:
         with server_process(LAB, "gpu7", "iperf3", "-s", "-1", "-B", target), \
-                server_process(LAB, "gpu6", "sh", "-c", f"sleep 1; iperf3 -c {target} -t 10 -b 40M"):
-            time.sleep(2)  # the server listening and the client sending before doctor measures (a busy CI host)
+                server_process(LAB, "gpu6", "sh", "-c", f"sleep 1; iperf3 -c {target} -t 30 -b 40M"):
+            wait_for_tcp_sending(LAB, "gpu6", segments=2000)  # a busy CI host starts iperf3 late
             _, findings = doctor("gpu6", interval=3)
     finally:
         heal(LAB)

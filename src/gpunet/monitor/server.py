@@ -40,6 +40,10 @@ LANDING = b"<html><head><title>gpunet exporter</title></head><body><a href='/met
 MAX_HEAD_BYTES = 16 * 1024  # request line and headers; a scrape sends a few hundred
 TEXT_FORMAT = "text/plain; version=0.0.4; charset=utf-8"
 ACCEPT_BACKLOG = 64  # asyncio accepts up to this many connections per pass of the loop
+# The kernel's queue of connections not yet accepted (clamped to net.core.somaxconn). A full queue
+# drops the SYN and the client retries a second later: a flood of reconnecting idle sockets past
+# the cap would cost every scrape 1 s, then 3 s.
+LISTEN_BACKLOG = 4096
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,7 @@ class ExporterServer:
         server = await asyncio.start_server(self._client, sock=self.socket, ssl=self.tls, limit=MAX_HEAD_BYTES,
                                             backlog=ACCEPT_BACKLOG,
                                             ssl_handshake_timeout=self.limits.head_deadline_s if self.tls else None)
+        self.socket.listen(LISTEN_BACKLOG)  # asyncio set the queue to its per-pass accept count
         async with server:
             await self._stop.wait()
             for writer in list(self._open):
@@ -271,7 +276,7 @@ def _listening_socket(address: str, port: int) -> socket.socket:
         if address == "::":
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         sock.bind((address, port))
-        sock.listen(1024)
+        sock.listen(LISTEN_BACKLOG)
     except OSError as exc:
         sock.close()
         raise UsageError(f"cannot listen on {address}:{port}: {exc.strerror or exc}") from None
