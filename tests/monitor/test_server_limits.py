@@ -43,41 +43,53 @@ class Slowloris:
 
 
 def _attack(port: int, stop: Any, reconnects: Any) -> None:
-    selector = selectors.DefaultSelector()
+    """The attacker process: open ATTACKERS sockets, trickle a line down each, replace the closed ones."""
+    attack = _Trickler(port, reconnects)
+    while not stop.is_set():
+        attack.step()
+    attack.close()
 
-    def connect() -> None:
+
+class _Trickler:
+    def __init__(self, port: int, reconnects: Any) -> None:
+        self.port, self.reconnects = port, reconnects
+        self.selector = selectors.DefaultSelector()
+        for _ in range(ATTACKERS):
+            self._connect()
+
+    def step(self) -> None:
+        for key, _ in self.selector.select(timeout=0.2):  # readable: the server closed it
+            self._replace(key.fileobj)
+        now = time.monotonic()
+        for key in list(self.selector.get_map().values()):
+            if key.data["next"] <= now:
+                self._trickle(key)
+
+    def close(self) -> None:
+        for key in list(self.selector.get_map().values()):
+            key.fileobj.close()  # type: ignore[union-attr]
+
+    def _connect(self) -> None:
         sock = socket.socket()
         sock.setblocking(False)
-        sock.connect_ex(("127.0.0.1", port))
-        selector.register(sock, selectors.EVENT_READ, {"sent": 0, "next": time.monotonic()})
+        sock.connect_ex(("127.0.0.1", self.port))
+        self.selector.register(sock, selectors.EVENT_READ, {"sent": 0, "next": time.monotonic()})
 
-    def replace(sock: Any) -> None:
-        selector.unregister(sock)
-        sock.close()
-        reconnects.value += 1
-        connect()
-
-    def trickle(key: selectors.SelectorKey) -> None:
+    def _trickle(self, key: selectors.SelectorKey) -> None:
         line = b"GET /metrics HTTP/1.1\r\n" if key.data["sent"] == 0 else f"X-{key.data['sent']}: a\r\n".encode()
         try:
             key.fileobj.send(line)  # type: ignore[union-attr]
         except OSError:
-            replace(key.fileobj)
+            self._replace(key.fileobj)
             return
         key.data["sent"] += 1
         key.data["next"] = time.monotonic() + LINE_EVERY_S
 
-    for _ in range(ATTACKERS):
-        connect()
-    while not stop.is_set():
-        for key, _ in selector.select(timeout=0.2):  # readable: the server closed it
-            replace(key.fileobj)
-        now = time.monotonic()
-        for key in list(selector.get_map().values()):
-            if key.data["next"] <= now:
-                trickle(key)
-    for key in list(selector.get_map().values()):
-        key.fileobj.close()  # type: ignore[union-attr]
+    def _replace(self, sock: Any) -> None:
+        self.selector.unregister(sock)
+        sock.close()
+        self.reconnects.value += 1
+        self._connect()
 
 
 def _threads() -> int:
