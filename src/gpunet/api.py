@@ -30,7 +30,7 @@ from gpunet.model.spec import Spec
 from gpunet.model.state import NodeState
 from gpunet.model.types import USER
 from gpunet.probe.node import probe_node
-from gpunet.probe.peers import listen_for_peers, plan_probes, run_probes
+from gpunet.probe.peers import PeerResult, listen_for_peers, plan_probes, run_probes
 from gpunet.render import TARGETS, file_mode, render_all
 from gpunet.render.plan_files import PLAN_FILES
 from gpunet.render.plan_output import recover as recover_plan_output
@@ -138,9 +138,13 @@ def doctor(
     if plan is not None and node is None:
         raise UsageError(f"{name!r} is not a node of the plan; name it with --node")
     hostnames = [i.hostname for n in plan.nodes for i in n.interfaces if i.hostname] if plan else []
+    probes = plan_probes(plan, node) if peers and plan and node else []
+    quiet = [p for p in probes if p.kind != "tcp"]  # no TCP segment: run while the counters are sampled
+    results: list[PeerResult] = []
     with listen_for_peers(plan, node) if listen and plan and node else nullcontext():
-        state = probe_node(run, root, hostnames, interval)
-        results = run_probes(plan_probes(plan, node), run, listening=listening) if peers and plan and node else []
+        state = probe_node(run, root, hostnames, interval,
+                           meanwhile=lambda: results.extend(run_probes(quiet, run, listening=listening)))
+        results += run_probes([p for p in probes if p.kind == "tcp"], run, listening=listening)
     return state, run_checks(Context(state=state, plan=plan, node=node, peer_results=results))
 
 

@@ -34,7 +34,7 @@ def doctor(node: str, *extra: str, interval: float = 0.5) -> tuple[int, list[dic
     plan = lab_dir(LAB) / "plan.json"
     done = run_in(LAB, node, sys.executable, "-m", "gpunet", "doctor", "--plan", str(plan), "--node", node,
                   "--json", "--interval", str(interval), *extra, timeout=120)
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode in (0, 1) and done.stdout.startswith("{"), done.stderr
     return done.returncode, json.loads(done.stdout)["findings"]
 
 
@@ -52,6 +52,7 @@ def only(findings: list[dict[str, Any]], check: str) -> set[tuple[str, str, str]
 def test_a_healthy_server_passes(lab: LabState) -> None:
     code, findings = doctor("gpu1", "--peers")
     assert code == 0 and not failures(findings)
+    assert not [f for f in findings if f["verdict"] == "warn"]
     assert sum(f["verdict"] == "pass" for f in findings) > 50
 
 
@@ -228,9 +229,9 @@ def test_an_unreachable_gateway(lab: LabState) -> None:
 
 
 def test_a_healthy_default_example_lab_is_clean() -> None:
-    """The built-in example as a lab: every server's doctor exits 0 (warnings a real healthy node
-    would also give: no nccl.env or NCCL library installed, the lab's TCP buffers), and so does one
-    with --peers."""
+    """The built-in example as a lab: every server's doctor exits 0 with no warning (the lab holds
+    the TCP buffers render writes; with no GPU driver here, the NCCL checks are skipped), and so
+    does one with --peers."""
     with built_lab("zu", example_plan("scalable-unit")) as state:
         done = subprocess.run([sys.executable, "-m", "gpunet", "doctor", "--fleet", "@role:gpu,@role:storage,"
                                "@role:login", "--lab", "zu", "--interval", "0.5", "--json"], capture_output=True,
@@ -240,6 +241,5 @@ def test_a_healthy_default_example_lab_is_clean() -> None:
                        str(lab_dir("zu") / "plan.json"), "--peers", "--interval", "0.5", "--json", timeout=300)
     assert report["nodes"] == len(state.servers) and not report["unreachable"], report["unreachable"]
     assert done.returncode == 0, [f for f in report["findings"] if f["verdict"] == "fail"]
-    warned = {f["check"] for f in report["findings"] if f["verdict"] == "warn"}
-    assert warned <= {"GN-NCCL-01", "GN-NCCL-02", "GN-TCP-02"}
+    assert not [f for f in report["findings"] if f["verdict"] == "warn"]
     assert peers.returncode == 0, [f for f in json.loads(peers.stdout)["findings"] if f["verdict"] == "fail"]

@@ -78,3 +78,18 @@ def test_nccl_library_and_gpudirect() -> None:
     assert findings(kernel_modules=("ib_core",))["GN-GDR-01"][0].verdict == "skip"
     assert {f.verdict for check in ("GN-NCCL-02", "GN-GDR-01", "GN-RDMA-01")
             for f in findings("login01", kernel_modules=())[check]} == {"skip"}
+
+
+@pytest.mark.parametrize("rdma", [{"kernel_modules": MLX5_MODULES}, {"nvidia_driver": False}])
+def test_nccl_is_not_judged_where_no_nvidia_driver_is_loaded(rdma: dict[str, Any]) -> None:
+    """A GPU node of the plan whose host has no NVIDIA driver (a lab server, a node being built):
+    neither a missing nccl.env nor a missing libnccl is a warning there; the GPU is what is missing."""
+    found = findings(nccl=None, **rdma)
+    assert [f.verdict for f in found["GN-NCCL-01"] + found["GN-NCCL-02"]] == ["skip", "skip"]
+    assert "no NVIDIA driver" in found["GN-NCCL-02"][0].evidence
+
+
+def test_nccl_is_judged_where_the_driver_is_loaded_or_unknown() -> None:
+    for rdma in ({"nvidia_driver": True}, {}, {"kernel_modules": ("nvidia", *MLX5_MODULES)}):
+        found = findings(nccl=None, **rdma)
+        assert [f.verdict for f in found["GN-NCCL-01"] + found["GN-NCCL-02"]] == ["warn", "warn"], rdma

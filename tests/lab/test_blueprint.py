@@ -12,6 +12,7 @@ from gpunet.lab.addressing import LAB_RANGE, LabError, lab_block
 from gpunet.lab.blueprint import build_blueprint
 from gpunet.lab.faults import parse_rate
 from gpunet.lab.slice import slice_plan
+from gpunet.render.sysctl import render_sysctl_net
 from gpunet.spec.examples import example_text
 from gpunet.spec.loader import parse_spec
 from tests.lab.helpers import small_plan
@@ -147,3 +148,14 @@ def test_a_slice_too_big_to_keep_host_indexes_is_renumbered_densely() -> None:
     assert any("renumbered" in note for note in bp.notes)
     labs = [ip_interface(a.lab) for a in bp.address_map.values()]
     assert all(a.ip in bp.block for a in labs) and len({a.ip for a in labs}) == len(labs)
+
+
+def test_servers_hold_the_tcp_buffers_render_writes() -> None:
+    """A lab server is configured as a deployed node: the per-namespace TCP buffer keys of
+    90-gpunet-net.conf, so doctor's GN-TCP-02 holds the lab to the plan like a real node."""
+    plan = example_plan("scalable-unit")
+    bp = build_blueprint(plan, "t", slot=1)
+    for ns in (n for n in bp.namespaces if n.kind == "server"):
+        rendered = render_sysctl_net(plan, plan.node(ns.device))
+        for key in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
+            assert f"{key} = {ns.sysctls[key]}\n" in rendered

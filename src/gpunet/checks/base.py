@@ -90,3 +90,13 @@ class FunctionCheck:
         fix = "" if o.verdict in ("pass", "skip") else fix
         return Finding(check=self.id, area=self.area, title=self.title, verdict=o.verdict, node=ctx.name,
                        subject=o.subject, observed=o.observed, expected=o.expected, evidence=o.evidence, fix=fix)
+
+
+NO_GPU_HERE = Outcome("skip", evidence="no NVIDIA driver loaded here (/proc/modules, /sys/module): no GPU can run "
+                                       "NCCL on this host, whatever the plan says")
+
+
+def no_gpu_here(ctx: Context) -> bool:
+    """The NVIDIA driver is known to be absent (neither source read: cannot tell, so False)."""
+    rdma = ctx.state.rdma
+    return (rdma.kernel_modules is not None and "nvidia" not in rdma.kernel_modules) or rdma.nvidia_driver is False

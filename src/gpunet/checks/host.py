@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from ipaddress import IPv4Address, IPv4Network
 
-from gpunet.checks.base import Context, FunctionCheck, Outcome, Verdict
+from gpunet.checks.base import NO_GPU_HERE, Context, FunctionCheck, Outcome, Verdict, no_gpu_here
 from gpunet.checks.links import NO_PLAN
 from gpunet.model.tuning import fastest_tcp_gbps, nccl_settings, tcp_buffer_max
 
@@ -140,6 +140,8 @@ def ib_counters(ctx: Context) -> list[Outcome]:
 def nccl(ctx: Context) -> list[Outcome]:
     if ctx.node is None or ctx.plan is None:
         return [NO_PLAN]
+    if no_gpu_here(ctx):
+        return [NO_GPU_HERE]
     wanted = {s.name: s.value for s in nccl_settings(ctx.plan, ctx.node)}
     if not wanted:
         return [Outcome("skip", evidence="the plan sets no NCCL variable for this node")]

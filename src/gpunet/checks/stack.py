@@ -4,7 +4,7 @@ library, and GPUDirect RDMA. Each skips with its reason where the node has nothi
 
 from __future__ import annotations
 
-from gpunet.checks.base import Context, FunctionCheck, Outcome
+from gpunet.checks.base import NO_GPU_HERE, Context, FunctionCheck, Outcome, no_gpu_here
 from gpunet.model.plan import Interface
 from gpunet.model.state import VerbsDevice
 
@@ -88,6 +88,8 @@ def _device(ctx: Context, iface: Interface, seen: dict[str, VerbsDevice]) -> Out
 def nccl_library(ctx: Context) -> list[Outcome]:
     if ctx.node is None or ctx.node.gpus == 0:
         return [Outcome("skip", evidence="no GPUs in the plan for this node")]
+    if no_gpu_here(ctx):
+        return [NO_GPU_HERE]
     library = ctx.state.rdma.nccl
     if library is None:
         return [Outcome("warn", "libnccl", "not in the dynamic linker's cache", "libnccl.so.2",

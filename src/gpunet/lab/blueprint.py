@@ -15,6 +15,7 @@ from gpunet.lab.routes import host_routes, port_if
 from gpunet.lab.state import AddressPair
 from gpunet.lab.state import VethState as Veth
 from gpunet.model.plan import Interface, Link, Node, Plan
+from gpunet.model.tuning import tcp_buffer_sysctls
 
 HOST_PORT = "host"  # the switch port the host's veth plugs into
 # One MTU-sized packet per skb (no GSO/TSO batching on the veths): injected loss then hits frames
@@ -231,7 +232,7 @@ def _server_ns(node: Node, name: str, lab_addr: LabAddresses, gateway: str | Non
         "net.ipv4.conf.all.arp_ignore": "1", "net.ipv4.conf.all.arp_announce": "2",
         "net.ipv4.conf.all.rp_filter": "0", "net.ipv4.conf.default.rp_filter": "0",
         "net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1",
-    })
+    } | tcp_buffer_sysctls(node))
     ns.commands.append("link set lo up")
     ns.commands += [f"link set dev {i.name} mtu {i.mtu}{WIRE_SIZED} up" for i in node.interfaces if i.cabled]
     per_plane: dict[str, list[tuple[str, IPv4Interface]]] = {}

@@ -63,6 +63,8 @@ class IbPort(Frozen):
     port: int
     state: str  # Active, Down, Initializing, Armed
     physical_state: str  # LinkUp, Polling, Disabled, ...
+    state_id: int | None = None  # the number sysfs states before the name ("4: ACTIVE"); None from ibstat
+    physical_state_id: int | None = None  # "5: LinkUp"; the name alone can be wrong ("4: ACTIVE" seen)
     rate_gbps: float | None = None
     link_layer: str | None = None  # InfiniBand | Ethernet (RoCE)
     counters: dict[str, int] = Field(default_factory=dict)
@@ -92,6 +94,7 @@ class RdmaStack(Frozen):
     verbs_devices: tuple[VerbsDevice, ...] | None = None  # ibv_devinfo; None: ibv_devinfo not installed
     providers: tuple[str, ...] = ()  # rdma-core provider libraries (libmlx5, libefa, ...)
     nccl: str | None = None  # libnccl's file, its version in the name (libnccl.so.2.21.5)
+    nvidia_driver: bool | None = None  # /sys/module/nvidia: the GPU driver is loaded (None: no /sys/module)
 
 
 class IbCa(Frozen):
@@ -108,6 +111,13 @@ class SnmpCounters(Frozen):
 
     def get(self, group: str, name: str) -> int | None:
         return self.groups.get(group, {}).get(name)
+
+
+class NetDevCounters(Frozen):
+    """/proc/net/dev: counters per interface, and each line that could not be read ("line 5: ...")."""
+
+    interfaces: dict[str, dict[str, int]] = Field(default_factory=dict)
+    skipped: tuple[str, ...] = ()
 
 
 class InterfaceState(Frozen):

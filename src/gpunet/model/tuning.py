@@ -23,6 +23,13 @@ def tcp_buffer_max(gbps: int, rtt_s: float = PLANNING_RTT_S) -> int:
     return 1 << (wanted - 1).bit_length()
 
 
+def tcp_buffer_sysctls(node: Node) -> dict[str, str]:
+    """The TCP autotuning ranges render writes (90-gpunet-net.conf) and the lab applies: per network
+    namespace keys, so a lab server holds what a deployed node would."""
+    top = tcp_buffer_max(fastest_tcp_gbps(node))
+    return {"net.ipv4.tcp_rmem": f"4096 131072 {top}", "net.ipv4.tcp_wmem": f"4096 65536 {top}"}
+
+
 def fastest_tcp_gbps(node: Node) -> int:
     """Bandwidth of the node's fastest IP interface (RDMA does not go through TCP buffers)."""
     speeds = [i.speed_gbps for i in node.interfaces if i.plane in HOST_PLANES and i.address]

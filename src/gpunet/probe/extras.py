@@ -102,8 +102,10 @@ def read_rdma(run: CommandRunner, root: Path, problems: list[str]) -> RdmaStack:
         if modules_file.exists() else None
     providers = tuple(sorted({p.name.split("-rdmav")[0].removeprefix("lib") for pattern in PROVIDER_DIRS
                               for p in root.glob(f"{pattern}/lib*-rdmav*.so")}))
+    modules_dir = root / "sys" / "module"  # present without /proc/modules (a kernel with no loadable modules)
     return RdmaStack(kernel_modules=modules, verbs_devices=_verbs(run, problems), providers=providers,
-                     nccl=_nccl_library(run, root))
+                     nccl=_nccl_library(run, root),
+                     nvidia_driver=(modules_dir / "nvidia").is_dir() if modules_dir.is_dir() else None)
 
 
 def _verbs(run: CommandRunner, problems: list[str]) -> tuple[VerbsDevice, ...] | None:

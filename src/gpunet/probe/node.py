@@ -6,8 +6,9 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from gpunet.errors import GpunetError
 from gpunet.model.state import BondState, IbPort, InterfaceState, NicInfo, NodeState, SnmpCounters
@@ -28,30 +29,45 @@ T = TypeVar("T")
 
 def probe_node(
     run: CommandRunner = run_local, root: Path = Path("/"), hostnames: Iterable[str] = (),
-    interval: float = 2.0, clock: Callable[[float], None] = time.sleep,
+    interval: float = 2.0, *, clock: Callable[[float], None] = time.sleep,
+    meanwhile: Callable[[], object] | None = None,
 ) -> NodeState:
+    """Two counter samples `interval` apart. The configuration reads (addresses, routes, firewall,
+    sshd, ...) and `meanwhile` (doctor's ICMP/UDP peer probes) run during the interval: they move no
+    counter that a check rates, and a doctor then costs little more than its interval."""
     problems: list[str] = []
     first_ifs, first_snmp, first_ib = read_interfaces(root), read_snmp(root, problems), read_ib_ports(root)
     first_nics = read_nics(run, first_ifs, problems)
-    if interval > 0:
-        clock(interval)
-    interfaces, snmp, ib_ports = read_interfaces(root), read_snmp(root, []), read_ib_ports(root)
-    nics = read_nics(run, interfaces, [])
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="gpunet-probe") as pool:
+        configuration = pool.submit(_configuration, run, root, hostnames, problems)
+        alongside = pool.submit(meanwhile) if meanwhile is not None else None
+        if interval > 0:
+            clock(interval)
+        interfaces, snmp, ib_ports = read_interfaces(root), read_snmp(root, []), read_ib_ports(root)
+        nics = read_nics(run, interfaces, [])
+        facts = configuration.result()
+        if alongside is not None:
+            alongside.result()  # its own results are its caller's; this only surfaces its exceptions
     return NodeState(
-        hostname=_hostname(root), interfaces=tuple(interfaces),
-        addresses=_parsed(run, IP_ADDR, parsers.parse_ip_addr_json, problems) or {},
-        routes=_parsed(run, ["ip", "-4", "-j", "route", "show", "table", "all"], parsers.parse_ip_route_json,
-                       problems) or (),
-        bonds=tuple(read_bonds(root, problems)), ib_ports=tuple(ib_ports), snmp=snmp, nics=nics,
-        firewall=read_firewall(run, problems), gpus=read_gpus(problems),
-        sysctls=_sysctls(root), resolved=_resolve(hostnames), sshd=_sshd(run, problems),
-        selinux=_selinux(root), apparmor=_apparmor(root), nccl_env=_nccl_env(root),
-        rdma=read_rdma(run, root, problems),
+        hostname=_hostname(root), interfaces=tuple(interfaces), ib_ports=tuple(ib_ports), snmp=snmp, nics=nics,
         interval_s=interval,
         rates=_rates(first_ifs, interfaces, first_snmp, snmp, interval)
         | _counter_rates(first_ib, ib_ports, first_nics, nics, interval),
-        problems=tuple(problems),
+        problems=tuple(problems), **facts,
     )
+
+
+def _configuration(run: CommandRunner, root: Path, hostnames: Iterable[str], problems: list[str]) -> dict[str, Any]:
+    """What the node is configured with, as NodeState fields (no counters)."""
+    return {
+        "addresses": _parsed(run, IP_ADDR, parsers.parse_ip_addr_json, problems) or {},
+        "routes": _parsed(run, ["ip", "-4", "-j", "route", "show", "table", "all"], parsers.parse_ip_route_json,
+                          problems) or (),
+        "bonds": tuple(read_bonds(root, problems)), "firewall": read_firewall(run, problems),
+        "gpus": read_gpus(problems), "sysctls": _sysctls(root), "resolved": _resolve(hostnames),
+        "sshd": _sshd(run, problems), "selinux": _selinux(root), "apparmor": _apparmor(root),
+        "nccl_env": _nccl_env(root), "rdma": read_rdma(run, root, problems),
+    }
 
 
 def read_addresses(run: CommandRunner = run_local) -> dict[str, tuple[str, ...]]:

@@ -10,6 +10,7 @@ finding; a single node's `doctor --peers` says it cannot tell."""
 from __future__ import annotations
 
 import errno
+import resource
 import socket
 import threading
 import time
@@ -26,8 +27,16 @@ from gpunet.probe import paths
 from gpunet.runner import CommandRunner, run_local
 
 ICMP_IP_HEADERS = 28
-MULTIPATH_AT_ONCE = threading.BoundedSemaphore(4)  # 4 x PATHS_PER_PEER sockets open at most
 PATHS_PER_PEER = 32  # source ports per peer and plane: with 16 uplinks, each is hit with odds of 1 - (15/16)**32
+# Multi-path probes at once, each with PATHS_PER_PEER sockets: all of an 8-server plane's together,
+# fewer where the file limit is low (256 descriptors kept for everything else).
+MULTIPATH_AT_ONCE = threading.BoundedSemaphore(
+    max(1, min(16, (resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 256) // PATHS_PER_PEER)))
+# The destination answers at most ~6 port-unreachables at once (icmp_ratelimit), so most source
+# ports never hear "arrived"; a refusal (fragmentation needed) is exempt from that limit and comes
+# back within a round trip. Two sends, each given this long, bound the wait for the silent ones.
+MULTIPATH_TRIES, MULTIPATH_WAIT_S = 2, 0.4
+DAD_WAIT_S = 1  # arping -D sends its two probes within this (its interval is whole seconds)
 REFUSED_RETRIES = 10  # a peer's listener starts with its doctor: seconds later on a busy host
 TIMED_OUT = (errno.EAGAIN, errno.ETIMEDOUT, errno.EINPROGRESS)
 RETRY_AFTER_S = 1.0  # a lost echo or SYN is tried once more after this (a neighbour entry being resolved)
@@ -129,7 +138,8 @@ def _every_path_mtu(probe: PeerProbe, timeout: float) -> PeerResult:
     flows = [paths.Flow(n, probe.source, probe.target, 0, paths.DISCARD_PORT) for n in range(PATHS_PER_PEER)]
     try:
         with MULTIPATH_AT_ONCE:
-            refused = {fid: r for fid, r in paths.mtu(flows, size, wait=min(timeout, 0.5)).items() if r}
+            refused = {fid: r for fid, r in paths.mtu(flows, size, tries=MULTIPATH_TRIES,
+                                                      wait=min(timeout, MULTIPATH_WAIT_S)).items() if r}
     except OSError as exc:
         return PeerResult(probe, None, f"multi-path probe not sent: {exc}")
     if not refused:
@@ -149,7 +159,7 @@ def _ping(probe: PeerProbe, run: CommandRunner, timeout: float) -> PeerResult:
 
 def _duplicate(probe: PeerProbe, run: CommandRunner, timeout: float) -> PeerResult:
     """arping -D: duplicate address detection on the link (source is the interface here)."""
-    done = run(["arping", "-D", "-c", "2", "-w", str(max(2, round(timeout))), "-I", probe.source, "--", probe.target],
+    done = run(["arping", "-D", "-c", "2", "-w", str(DAD_WAIT_S), "-I", probe.source, "--", probe.target],
                check=False, timeout=timeout + 5)
     if done.returncode == 127 or "not found" in done.stderr:
         return PeerResult(probe, True, "arping not installed: not checked")
@@ -180,7 +190,7 @@ def _retried(probe: PeerProbe, timeout: float, peer_listens: bool) -> int:
     """The attempt's errno, after one more try on a timeout and, where the peer listens, up to
     REFUSED_RETRIES more on a refusal (its listener may not be up yet)."""
     code = _attempt(probe, timeout)
-    if code in TIMED_OUT:
+    if code in TIMED_OUT and (probe.kind == "tcp" or peer_listens):  # else silence tells nothing, twice
         time.sleep(RETRY_AFTER_S)
         code = _attempt(probe, timeout)
     for _ in range(REFUSED_RETRIES if peer_listens else 0):

@@ -4,7 +4,7 @@ the ARP / reverse-path settings hosts with several NICs on one subnet need."""
 from __future__ import annotations
 
 from gpunet.model.plan import Node, Plan
-from gpunet.model.tuning import PLANNING_RTT_S, fastest_tcp_gbps, tcp_buffer_max
+from gpunet.model.tuning import PLANNING_RTT_S, fastest_tcp_gbps, tcp_buffer_max, tcp_buffer_sysctls
 from gpunet.model.types import port_range
 from gpunet.render.common import header, shared_subnet_groups
 
@@ -12,15 +12,15 @@ NET_PATH = "etc/sysctl.d/90-gpunet-net.conf"  # per network namespace keys
 HOST_PATH = "etc/sysctl.d/91-gpunet-host.conf"  # keys that exist only in the host's namespace
 def render_sysctl_net(plan: Plan, node: Node) -> str:
     gbps = fastest_tcp_gbps(node)
-    top = tcp_buffer_max(gbps)
+    buffers = tcp_buffer_sysctls(node)
     bdp_mb = gbps * 1e9 / 8 * PLANNING_RTT_S / 2**20
     return header("sysctl, network namespace keys") + f"""\
 # TCP buffers: bandwidth x delay of the fastest TCP interface, {gbps} Gb/s x {PLANNING_RTT_S * 1e3:g} ms
 # = {bdp_mb:.1f} MiB; the maximum is 2 x BDP rounded up to a power of two, since the kernel counts
 # up to half of a buffer as overhead (tcp_adv_win_scale). Autotuning grows buffers up to these;
 # the same ceiling for SO_RCVBUF/SO_SNDBUF (net.core.*mem_max) is in 91-gpunet-host.conf.
-net.ipv4.tcp_rmem = 4096 131072 {top}
-net.ipv4.tcp_wmem = 4096 65536 {top}
+net.ipv4.tcp_rmem = {buffers["net.ipv4.tcp_rmem"]}
+net.ipv4.tcp_wmem = {buffers["net.ipv4.tcp_wmem"]}
 # Probe the path MTU when ICMP "fragmentation needed" is lost (an MTU mismatch otherwise hangs
 # large transfers while small ones work).
 net.ipv4.tcp_mtu_probing = 1
