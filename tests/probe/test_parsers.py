@@ -34,6 +34,7 @@ from gpunet.probe.parsers import (
     parse_proc_bonding,
     parse_proc_net_dev,
     parse_proc_snmp,
+    parse_proc_snmp6,
     parse_sshd_t,
 )
 from gpunet.probe.rulesets import parse_iptables_save, parse_nft_ruleset
@@ -47,6 +48,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "proc_net_dev": parse_proc_net_dev,
     "proc_net_snmp": parse_proc_snmp,
     "proc_net_netstat": lambda text: parse_proc_snmp(text, "/proc/net/netstat"),
+    "proc_net_snmp6": parse_proc_snmp6,
     "nft_json": parse_nft_json,
     "nft_ruleset": parse_nft_ruleset,
     "iptables_save": parse_iptables_save,

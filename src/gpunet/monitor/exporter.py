@@ -19,11 +19,11 @@ from gpunet.monitor.collectors import (
     Collect,
     NodeView,
     collect_bonding,
-    collect_infiniband,
     collect_netdev,
     collect_netstat,
 )
 from gpunet.monitor.drift import collect_plan
+from gpunet.monitor.infiniband import collect_infiniband
 
 DEFAULT_TIMEOUT_S = 5.0  # well under Prometheus's default 10 s scrape timeout
 log = logging.getLogger("gpunet.exporter")

@@ -13,6 +13,7 @@ from gpunet.model.state import (
     EthtoolLink,
     IbCa,
     IbPort,
+    NetDevCounters,
     NicInfo,
     Route,
     SnmpCounters,
@@ -180,20 +181,40 @@ PROC_NET_DEV_FIELDS = (  # the 16 columns after "name:", as /sys/class/net/<dev>
 )
 
 
-def parse_proc_net_dev(text: str) -> dict[str, dict[str, int]]:
+def parse_proc_net_dev(text: str) -> NetDevCounters:
     """/proc/net/dev: every interface's counters in one read (the receive 'drop' column is
-    rx_dropped plus rx_missed_errors, as the kernel prints it)."""
+    rx_dropped plus rx_missed_errors, as the kernel prints it). A line that is not 'name: 16
+    counters' costs that line only: it is listed in `skipped`, and the others are read (an
+    exporter must not lose every interface's counters over one). A text without the two header
+    lines is not /proc/net/dev at all: ParseError."""
     lines = text.splitlines()
     if len(lines) < 2 or "|" not in lines[0]:
         raise ParseError("/proc/net/dev", 1, "no 'Inter-|   Receive ... |  Transmit' header")
-    result: dict[str, dict[str, int]] = {}
+    interfaces: dict[str, dict[str, int]] = {}
+    skipped: list[str] = []
     for number, line in enumerate(lines[2:], start=3):
         name, sep, numbers = line.partition(":")
         values = numbers.split()
-        if not sep or len(values) != len(PROC_NET_DEV_FIELDS) or not all(v.isdigit() for v in values):
-            raise ParseError("/proc/net/dev", number, f"expected 'name: {len(PROC_NET_DEV_FIELDS)} counters'")
-        result[name.strip()] = dict(zip(PROC_NET_DEV_FIELDS, map(int, values), strict=True))
-    return result
+        if sep and name.strip() and len(values) == len(PROC_NET_DEV_FIELDS) and all(v.isdigit() for v in values):
+            interfaces[name.strip()] = dict(zip(PROC_NET_DEV_FIELDS, map(int, values), strict=True))
+        elif line.strip():
+            skipped.append(f"line {number}: expected 'name: {len(PROC_NET_DEV_FIELDS)} counters', got {line[:80]!r}")
+    return NetDevCounters(interfaces=interfaces, skipped=tuple(skipped))
+
+
+def parse_proc_snmp6(text: str) -> SnmpCounters:
+    """/proc/net/snmp6: one 'Ip6InReceives   7' per line. The group is the name up to its first
+    '6' (Ip6, Icmp6, Udp6, UdpLite6), as node_exporter's netstat collector splits it; lines without
+    a '6' or without an integer value are skipped, and a text with no counter is an error."""
+    groups: dict[str, dict[str, int]] = {}
+    for line in text.splitlines():
+        fields = line.split()
+        six = fields[0].find("6") if len(fields) == 2 else -1
+        if 0 < six < len(fields[0]) - 1 and fields[1].isdigit():
+            groups.setdefault(fields[0][:six + 1], {})[fields[0][six + 1:]] = int(fields[1])
+    if not groups:
+        raise ParseError("/proc/net/snmp6", 1, "no 'Ip6InReceives <count>' lines")
+    return SnmpCounters(groups=groups)
 
 
 def load_json(text: str, tool: str) -> Any:

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
-from gpunet.model.state import IbPort, InterfaceState
+from gpunet.model.state import BondSlave, BondState, IbPort, InterfaceState
 
-IB_STATE_PREFIX = ":"  # sysfs writes "4: ACTIVE", "5: LinkUp": the name follows the colon
+IB_STATE_PREFIX = ":"  # sysfs writes "4: ACTIVE", "5: LinkUp": the number, a colon, the name
+LINK_FACTS = ("operstate", "carrier", "mtu", "speed")
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path | str, directory: int | None = None) -> str | None:
     """A sysfs attribute, or None where reading fails (EINVAL on a down link's speed, say). Raw
-    os.read: an exporter reads ~6 attributes of every interface each scrape, and a text-mode
-    file object costs more than the read."""
+    os.read, relative to an open `directory` where given: an exporter reads 4 attributes of each of
+    hundreds of interfaces every scrape, and a file object or a full path walk costs more than the
+    read itself."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY, dir_fd=directory)
     except OSError:
         return None
     try:
@@ -26,36 +29,72 @@ def _read(path: Path) -> str | None:
         os.close(fd)
 
 
-def _int(path: Path) -> int | None:
-    text = _read(path)
+def _int(path: Path | str, directory: int | None = None) -> int | None:
+    text = _read(path, directory)
     return int(text) if text is not None and text.lstrip("-").isdigit() else None
 
 
-def read_interfaces(root: Path = Path("/"), full: bool = True) -> list[InterfaceState]:
-    """Every interface. Not `full`: carrier, state, MTU, speed and virtual only, without counters,
-    duplex, MAC or master (an exporter takes every interface's counters from one read of
-    /proc/net/dev; 23 statistics files per interface cost it 4x the whole scrape)."""
-    base = root / "sys/class/net"
-    if not base.exists():
+def interface_names(root: Path = Path("/")) -> list[str]:
+    """The interfaces in /sys/class/net: its directories (symlinks to them), not the plain files
+    beside them (the bonding driver's `bonding_masters`)."""
+    try:
+        with os.scandir(root / "sys/class/net") as entries:
+            return sorted(entry.name for entry in entries if entry.is_dir())
+    except OSError:
         return []
-    return [read_interface(base / name.name, full) for name in sorted(base.iterdir())]
 
 
-def read_interface(path: Path, full: bool = True) -> InterfaceState:
-    speed = _int(path / "speed")
-    carrier = _read(path / "carrier")
-    state = InterfaceState(
-        name=path.name, operstate=_read(path / "operstate") or "unknown",
-        carrier=None if carrier is None else carrier == "1", mtu=_int(path / "mtu") or 0,
-        speed_mbps=speed if speed is not None and speed > 0 else None, virtual=not (path / "device").exists(),
+def read_interfaces(root: Path = Path("/"), full: bool = True,
+                    statistics: Mapping[str, dict[str, int]] | None = None) -> list[InterfaceState]:
+    """Every interface. Not `full`: carrier, state, MTU, speed and virtual only, with the counters
+    given in `statistics` (an exporter reads every interface's from one /proc/net/dev: 23
+    statistics files per interface cost it 4x the whole scrape), without duplex, MAC or master.
+    An interface that disappears while it is read is left out."""
+    base = root / "sys/class/net"
+    states = (read_interface(base / name, full, statistics) for name in interface_names(root))
+    return [state for state in states if state is not None]
+
+
+def read_interface(path: Path, full: bool = True,
+                   statistics: Mapping[str, dict[str, int]] | None = None) -> InterfaceState | None:
+    try:
+        directory = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        state = _link_facts(path.name, directory, statistics)
+        return _full(state, path, directory) if full else state
+    finally:
+        os.close(directory)
+
+
+def _link_facts(name: str, directory: int, statistics: Mapping[str, dict[str, int]] | None) -> InterfaceState:
+    operstate, carrier, mtu, speed = (_read(attribute, directory) for attribute in LINK_FACTS)
+    speed_mbps = int(speed) if speed is not None and speed.isdigit() and int(speed) > 0 else None
+    return InterfaceState(
+        name=name, operstate=operstate or "unknown", carrier=None if carrier is None else carrier == "1",
+        mtu=int(mtu) if mtu is not None and mtu.isdigit() else 0, speed_mbps=speed_mbps,
+        virtual=not _exists("device", directory), statistics=(statistics or {}).get(name, {}),
     )
-    if not full:
-        return state
-    master = path / "master"
+
+
+def _exists(name: str, directory: int) -> bool:
+    """Whether the entry is there (a link is enough: real sysfs has no dangling ones)."""
+    try:
+        os.stat(name, dir_fd=directory, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
+
+
+def _full(state: InterfaceState, path: Path, directory: int) -> InterfaceState:
+    try:
+        master: str | None = os.path.basename(os.readlink("master", dir_fd=directory).rstrip("/"))
+    except OSError:
+        master = None
     return state.model_copy(update={
-        "duplex": _read(path / "duplex") if speed is not None and speed > 0 else None,
-        "address": _read(path / "address"), "master": master.resolve().name if master.exists() else None,
-        "statistics": _counters(path / "statistics"),
+        "duplex": _read("duplex", directory) if state.speed_mbps is not None else None,
+        "address": _read("address", directory), "master": master, "statistics": _counters(path / "statistics"),
     })
 
 
@@ -76,14 +115,60 @@ def read_ib_ports(root: Path = Path("/")) -> list[IbPort]:
 def _ib_port(ca: str, path: Path) -> IbPort:
     rate = (_read(path / "rate") or "").split(" ")[0]
     counters = _counters(path / "counters") | {f"hw_{k}": v for k, v in _counters(path / "hw_counters").items()}
+    state_id, state = ib_state(_read(path / "state"))
+    physical_id, physical = ib_state(_read(path / "phys_state"))
     return IbPort(
-        ca=ca, port=int(path.name), state=_after_colon(_read(path / "state")),
-        physical_state=_after_colon(_read(path / "phys_state")),
-        rate_gbps=float(rate) if rate.replace(".", "", 1).isdigit() else None,
+        ca=ca, port=int(path.name), state=state, physical_state=physical, state_id=state_id,
+        physical_state_id=physical_id, rate_gbps=float(rate) if rate.replace(".", "", 1).isdigit() else None,
         link_layer=_read(path / "link_layer"), counters=counters,
     )
 
 
-def _after_colon(text: str | None) -> str:
-    """'4: ACTIVE' -> 'ACTIVE'; what ibstat prints ('Active') differs only in case."""
-    return (text or "").partition(IB_STATE_PREFIX)[2].strip() or (text or "unknown")
+def ib_state(text: str | None) -> tuple[int | None, str]:
+    """'4: ACTIVE' -> (4, 'ACTIVE'): the number is what the port states (node_exporter exports
+    it; the name beside it has been seen wrong, phys_state '4: ACTIVE'). What ibstat prints
+    ('Active') differs only in case; text without a number gives (None, text)."""
+    number, colon, name = (text or "").partition(IB_STATE_PREFIX)
+    if not colon:
+        return None, text or "unknown"
+    return (int(number) if number.strip().isdigit() else None), name.strip() or (text or "unknown")
+
+
+def read_sysfs_bonds(root: Path, problems: list[str], skip: frozenset[str] = frozenset()) -> list[BondState]:
+    """Bonds as sysfs shows them, for those /proc/net/bonding does not (`skip`): the names in
+    /sys/class/net/bonding_masters, each one's bonding/slaves and mode, each slave's
+    bonding_slave/mii_status (node_exporter's bonding collector reads the same files). A bond
+    that cannot be read is noted in `problems` and left out."""
+    base = root / "sys/class/net"
+    masters = _read(base / "bonding_masters")
+    bonds = []
+    for name in (masters or "").split():
+        if name in skip:
+            continue
+        slaves = _read(base / name / "bonding/slaves")
+        if slaves is None:
+            problems.append(f"{base / name / 'bonding/slaves'}: unreadable")
+            continue
+        mode = (_read(base / name / "bonding/mode") or "unknown").split(" ")[0]
+        members = tuple(_bond_slave(base, name, slave, problems) for slave in slaves.split())
+        bonds.append(BondState(name=name, mode=mode, mii_up=_read(base / name / "bonding/mii_status") == "up",
+                               slaves=members))
+    return bonds
+
+
+def _bond_slave(base: Path, bond: str, slave: str, problems: list[str]) -> BondSlave:
+    """A member whose MII status cannot be read counts as down (noted): not confirmed up."""
+    status = _mii_status(base, bond, slave)
+    if status is None:
+        problems.append(f"{base / slave / 'bonding_slave/mii_status'}: unreadable (member of {bond})")
+    return BondSlave(name=slave, mii_up=status == "up")
+
+
+def _mii_status(base: Path, bond: str, slave: str) -> str | None:
+    """The slave's own bonding_slave/, else the bond's lower_<slave> link (slave_<slave> on
+    older kernels), as node_exporter looks."""
+    for where in (base / slave, base / bond / f"lower_{slave}", base / bond / f"slave_{slave}"):
+        status = _read(where / "bonding_slave/mii_status")
+        if status is not None:
+            return status
+    return None
