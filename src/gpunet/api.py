@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import shlex
-import socket
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,9 +11,10 @@ from ClusterShell.NodeSet import NodeSet
 
 from gpunet.bench import bench_nodes, pattern_rounds
 from gpunet.bench.launch import TOOLS, NcclJob, pick_launcher
-from gpunet.bench.run import BenchSetup, run_nccl, run_rounds
+from gpunet.bench.run import BenchSetup, Progress, run_nccl, run_rounds
 from gpunet.bench.store import Measurement, add_measurements, start_run
-from gpunet.checks import Context, Finding, run_checks
+from gpunet.checks import Finding
+from gpunet.checks.doctor import doctor_node
 from gpunet.design import design
 from gpunet.errors import DesignError, SpecError, SpecProblem, UsageError
 from gpunet.fleet import ClusterShellRunner, lab_runner
@@ -30,7 +29,6 @@ from gpunet.model.spec import Spec
 from gpunet.model.state import NodeState
 from gpunet.model.types import USER
 from gpunet.probe.node import probe_node
-from gpunet.probe.peers import PeerResult, listen_for_peers, plan_probes, run_probes
 from gpunet.render import TARGETS, file_mode, render_all
 from gpunet.render.plan_files import PLAN_FILES
 from gpunet.render.plan_output import recover as recover_plan_output
@@ -128,24 +126,10 @@ def doctor(
     run: CommandRunner = run_local, root: Path = Path("/"), listen: bool = False,
     listening: frozenset[str] = frozenset(),
 ) -> tuple[NodeState, list[Finding]]:
-    """Probe this node, compare it with the Plan (when given), optionally probe its peers. With
-    `listen` (doctor --fleet --peers sets it on every node), this node listens on the ports of the
-    flows it accepts while it runs; `listening` names the peers doing the same in this run, whose
-    refusals count as blocks."""
+    """gpunet.checks.doctor.doctor_node on a plan.json or spec (none: no plan to compare with)."""
     plan = load_plan(plan_source) if plan_source is not None else None
-    name = node_name or socket.gethostname()
-    node = plan.node(name) if plan else None
-    if plan is not None and node is None:
-        raise UsageError(f"{name!r} is not a node of the plan; name it with --node")
-    hostnames = [i.hostname for n in plan.nodes for i in n.interfaces if i.hostname] if plan else []
-    probes = plan_probes(plan, node) if peers and plan and node else []
-    quiet = [p for p in probes if p.kind != "tcp"]  # no TCP segment: run while the counters are sampled
-    results: list[PeerResult] = []
-    with listen_for_peers(plan, node) if listen and plan and node else nullcontext():
-        state = probe_node(run, root, hostnames, interval,
-                           meanwhile=lambda: results.extend(run_probes(quiet, run, listening=listening)))
-        results += run_probes([p for p in probes if p.kind == "tcp"], run, listening=listening)
-    return state, run_checks(Context(state=state, plan=plan, node=node, peer_results=results))
+    return doctor_node(plan, node_name, peers=peers, interval=interval, run=run, root=root, listen=listen,
+                       listening=listening)
 
 
 def fleet_runner(*, lab: str | None = None, ssh_lab: str | None = None, plan: Path | None = None,
@@ -203,15 +187,16 @@ def probe(interval: float, run: CommandRunner = run_local, root: Path = Path("/"
 def bench(
     *, plan_source: Path | None, lab: str | None, pattern: str, plane: str, nodes: str | None, seconds: int,
     db: Path, tool: str = "iperf3", nccl_test: str = "all_reduce_perf", launcher: str | None = None,
-    congestion: str | None = "cubic", progress: Callable[[int, int], None] = lambda d, n: None,
+    congestion: str | None = "cubic", progress: Progress | None = None, retry_inconclusive: int = 1,
 ) -> tuple[int, list[Measurement]]:
     """A tool over a pattern of pairs (iperf3, ib_*_bw), each against the Plan's expectation, or one
     nccl-tests job over the nodes; stored in db. `congestion`: iperf3's TCP congestion control
-    (None: the hosts' default)."""
+    (None: the hosts' default); `retry_inconclusive`: rounds of re-measuring, one at a time, the
+    pairs an end's saturation left inconclusive."""
     if tool not in TOOLS:
         raise UsageError(f"unknown tool {tool!r}; known: {', '.join(TOOLS)}")
     plan, setup = _bench_setup(plan_source, lab, plane, seconds, tool)
-    setup = replace(setup, congestion=congestion)
+    setup = replace(setup, congestion=congestion, retries=retry_inconclusive)
     chosen = bench_nodes(plan, plane, nodes)
     rounds = pattern_rounds(plan, plane, pattern, chosen) if tool != "nccl" else []
     launch = (launcher or pick_launcher()) if tool == "nccl" else ""  # refused before a run is recorded
@@ -222,7 +207,8 @@ def bench(
         results = [run_nccl(plan, chosen, NcclJob(test=nccl_test, iterations=max(5, seconds * 10)), launch)]
         add_measurements(db, run_id, results)
     else:
-        results = run_rounds(setup, rounds, progress, on_round=lambda ms: add_measurements(db, run_id, ms))
+        results = run_rounds(setup, rounds, progress or (lambda d, n, what: None),
+                             on_round=lambda ms: add_measurements(db, run_id, ms))
     return run_id, results
 
 

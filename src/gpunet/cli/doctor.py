@@ -6,19 +6,22 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich import box
 from rich.table import Table
 
-from gpunet import api
 from gpunet.checks import Finding
+from gpunet.checks.doctor import doctor_node
 from gpunet.cli.console import cell, stderr, stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
-from gpunet.fleet.doctor import FleetDoctorReport
-from gpunet.lab.build import LAB_PLAN
-from gpunet.lab.state import lab_dir
+from gpunet.model.io import read_plan
+from gpunet.model.plan import Plan
+from gpunet.probe.node import probe_node
+
+if TYPE_CHECKING:
+    from gpunet.fleet.doctor import FleetDoctorReport
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 Interval = Annotated[float, typer.Option("--interval", help="Seconds between the two counter samples.", min=0)]
@@ -61,8 +64,8 @@ def doctor(
         _fleet(fleet, FleetOptions(plan, lab, ssh_lab, remote_plan, user, key), peers, interval, show_pass, as_json)
         return
     with stderr.status("probing…", spinner="dots"):
-        state, findings = api.doctor(plan, node, peers=peers, interval=interval, listen=listen,
-                                     listening=frozenset(api.fleet_nodes(listening)) if listening else frozenset())
+        state, findings = doctor_node(_plan(plan), node, peers=peers, interval=interval, listen=listen,
+                                      listening=_nodes(listening))
     failed = any(f.verdict == "fail" for f in findings)
     if as_json:
         print(json.dumps({"node": findings[0].node if findings else state.hostname, "failed": failed,
@@ -72,6 +75,26 @@ def doctor(
         _print(findings, show_pass)
     if failed:
         raise typer.Exit(EXIT_CHECKS_FAILED)
+
+
+# The one-node doctor imports only what it uses: the rest of gpunet (design, lab, bench) would
+# double its start-up, and doctor --peers is meant to cost little more than its interval.
+def _plan(source: Path | None) -> Plan | None:
+    if source is None:
+        return None
+    if source.suffix == ".json":
+        return read_plan(source)
+    from gpunet import api  # a spec is designed first
+
+    return api.load_plan(source)
+
+
+def _nodes(listening: str) -> frozenset[str]:
+    if not listening:
+        return frozenset()
+    from gpunet import api
+
+    return frozenset(api.fleet_nodes(listening))
 
 
 def _print(findings: list[Finding], show_pass: bool) -> None:
@@ -100,6 +123,10 @@ class FleetOptions:
 
 
 def _fleet(nodes: str, options: FleetOptions, peers: bool, interval: float, show_pass: bool, as_json: bool) -> None:
+    from gpunet import api
+    from gpunet.lab.build import LAB_PLAN
+    from gpunet.lab.state import lab_dir
+
     lab = options.lab or options.ssh_lab
     remote_plan = options.remote_plan or (str(lab_dir(lab) / LAB_PLAN) if lab else DEFAULT_REMOTE_PLAN)
     # In a lab the servers share this filesystem: run this very gpunet; real nodes have their own.
@@ -140,7 +167,7 @@ def _print_fleet(report: FleetDoctorReport, show_pass: bool) -> None:
 @handles_errors
 def probe(interval: Interval = 2.0, as_json: JsonFlag = False) -> None:
     """Read this node as it is: links, addresses, routes, bonds, InfiniBand, counters, settings."""
-    state = api.probe(interval)
+    state = probe_node(interval=interval)
     if as_json:
         print(state.model_dump_json(indent=1))
         return

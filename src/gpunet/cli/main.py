@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
+import typer.main
 from rich import box
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
+from typer import _click as click
+from typer.core import TyperGroup
 
-from gpunet import __version__, api
-from gpunet.cli import bench, cabling, doctor, exporter, fleet, ibsim, lab, localize
+from gpunet import __version__
 from gpunet.cli.console import cell, stderr, stdout
 from gpunet.cli.errors import EXIT_BAD_INPUT, handles_errors
 from gpunet.errors import SpecProblem
@@ -24,19 +27,44 @@ from gpunet.render import TARGETS
 from gpunet.render.plan_files import summary
 from gpunet.spec.examples import EXAMPLES, example_text
 
+# Commands in their own modules, imported when named: `gpunet doctor` does not load the lab,
+# bench and monitor packages (networkx, prometheus_client), which would double its start-up.
+LAZY: dict[str, tuple[str, str]] = {
+    "lab": ("gpunet.cli.lab", "app"), "fleet": ("gpunet.cli.fleet", "app"), "bench": ("gpunet.cli.bench", "app"),
+    "cabling": ("gpunet.cli.cabling", "app"), "ibsim": ("gpunet.cli.ibsim", "app"),
+    "localize": ("gpunet.cli.localize", "localize"), "doctor": ("gpunet.cli.doctor", "doctor"),
+    "probe": ("gpunet.cli.doctor", "probe"), "exporter": ("gpunet.cli.exporter", "exporter"),
+}
+
+ORDER = ("validate", "plan", "render", "flows", "examples", "init", "lab", "ibsim", "fleet", "doctor", "probe",
+         "bench", "cabling", "localize", "exporter")
+
+
+class LazyGroup(TyperGroup):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """The mission's order: design, emulate, check, measure, find, watch."""
+        known = {*super().list_commands(ctx), *LAZY}
+        return [n for n in ORDER if n in known] + sorted(known - set(ORDER))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in LAZY:
+            return super().get_command(ctx, cmd_name)
+        module, attribute = LAZY[cmd_name]
+        target = getattr(importlib.import_module(module), attribute)
+        if isinstance(target, typer.Typer):
+            command: click.Command = typer.main.get_group(target)
+        else:
+            single = typer.Typer(add_completion=False)
+            single.command(name=cmd_name)(target)
+            command = typer.main.get_command(single)
+        command.name = cmd_name
+        return command
+
+
 app = typer.Typer(
-    name="gpunet", no_args_is_help=True, add_completion=False,
+    name="gpunet", no_args_is_help=True, add_completion=False, cls=LazyGroup,
     help="Design, render, emulate, check, benchmark and monitor a GPU cluster's network.",
 )
-app.add_typer(lab.app, name="lab")
-app.add_typer(fleet.app, name="fleet")
-app.add_typer(bench.app, name="bench")
-app.add_typer(cabling.app, name="cabling")
-app.add_typer(ibsim.app, name="ibsim")
-app.command(name="localize")(localize.localize)
-app.command(name="doctor")(doctor.doctor)
-app.command(name="probe")(doctor.probe)
-app.command(name="exporter")(exporter.exporter)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 SpecArg = Annotated[Path, typer.Argument(help="Cluster spec (YAML).", show_default=False)]
 
@@ -58,6 +86,8 @@ def main(
 @handles_errors
 def validate(spec: SpecArg, as_json: JsonFlag = False) -> None:
     """Check a spec: exit 0, or exit 2 with file:line:col: message (hint) per problem."""
+    from gpunet import api
+
     plan, warnings = api.validate_spec(spec)
     if as_json:
         print(json.dumps({"valid": True, "file": str(spec), "nodes": len(plan.nodes),
@@ -84,6 +114,8 @@ def plan(
     as_json: JsonFlag = False,
 ) -> None:
     """Design the fabric, addresses, cabling and bill of materials; write them to OUT."""
+    from gpunet import api
+
     with stderr.status("designing the plan…", spinner="dots"):
         result, changed, warnings = api.plan_into(spec, out, fresh=fresh)
     if as_json:
@@ -125,6 +157,8 @@ def render(
     as_json: JsonFlag = False,
 ) -> None:
     """Render every node's configuration: OUT/nodes/<node>/etc/..., OUT/admin/{ssh_config,ansible,slurm}."""
+    from gpunet import api
+
     plan_ = api.load_plan(source)
     targets = [t.strip() for t in target.split(",")] if target else None
     with stderr.status("rendering…", spinner="dots"):
@@ -148,6 +182,8 @@ def flows(
     as_json: JsonFlag = False,
 ) -> None:
     """The traffic the cluster needs: every flow the firewalls admit, Slurm and NCCL use, doctor checks."""
+    from gpunet import api
+
     plan_ = api.load_plan(source)
     if as_json:
         print(json.dumps([f.model_dump(mode="json") for f in plan_.flows], indent=1))

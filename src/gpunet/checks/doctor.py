@@ -1,0 +1,40 @@
+"""One node's doctor: probe it, probe its peers, run every check. Kept free of the design,
+lab, bench and monitor packages, so `gpunet doctor` starts in the time of what it uses."""
+
+from __future__ import annotations
+
+import socket
+from contextlib import nullcontext
+from pathlib import Path
+
+from gpunet.checks import Context, Finding, run_checks
+from gpunet.errors import UsageError
+from gpunet.model.plan import Plan
+from gpunet.model.state import NodeState
+from gpunet.probe.node import probe_node
+from gpunet.probe.peers import PeerResult, listen_for_peers, plan_probes, run_probes
+from gpunet.runner import CommandRunner, run_local
+
+
+def doctor_node(
+    plan: Plan | None, node_name: str | None, *, peers: bool, interval: float,
+    run: CommandRunner = run_local, root: Path = Path("/"), listen: bool = False,
+    listening: frozenset[str] = frozenset(),
+) -> tuple[NodeState, list[Finding]]:
+    """Probe this node, compare it with the Plan (when given), optionally probe its peers. With
+    `listen` (doctor --fleet --peers sets it on every node), this node listens on the ports of the
+    flows it accepts while it runs; `listening` names the peers doing the same in this run, whose
+    refusals count as blocks."""
+    name = node_name or socket.gethostname()
+    node = plan.node(name) if plan else None
+    if plan is not None and node is None:
+        raise UsageError(f"{name!r} is not a node of the plan; name it with --node")
+    hostnames = [i.hostname for n in plan.nodes for i in n.interfaces if i.hostname] if plan else []
+    probes = plan_probes(plan, node) if peers and plan and node else []
+    quiet = [p for p in probes if p.kind != "tcp"]  # no TCP segment: run while the counters are sampled
+    results: list[PeerResult] = []
+    with listen_for_peers(plan, node) if listen and plan and node else nullcontext():
+        state = probe_node(run, root, hostnames, interval,
+                           meanwhile=lambda: results.extend(run_probes(quiet, run, listening=listening)))
+        results += run_probes([p for p in probes if p.kind == "tcp"], run, listening=listening)
+    return state, run_checks(Context(state=state, plan=plan, node=node, peer_results=results))
