@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -27,6 +28,7 @@ from prometheus_client.samples import Sample
 from gpunet.errors import ParseError, ProbeError
 from gpunet.model.plan import Interface
 from gpunet.model.state import InterfaceState, NetDevCounters
+from gpunet.probe.links import LinkReader
 from gpunet.probe.node import read_bonds, read_snmp
 from gpunet.probe.procnet import read_proc_net_dev, read_snmp6
 from gpunet.probe.sysfs import read_interfaces, read_sysfs_bonds
@@ -77,12 +79,17 @@ class NodeView:
     def plane_of(self) -> dict[str, str]:
         return {i.name: i.plane for i in self.planned}
 
+    @cached_property
+    def links(self) -> LinkReader:
+        """The netdev collector's reader: it keeps the interfaces' sysfs files open between scrapes."""
+        return LinkReader(self.root)
+
 
 def exported_interfaces(view: NodeView, counters: NetDevCounters | None) -> list[InterfaceState]:
     """Physical interfaces, plus virtual ones the Plan names (a lab's veths) or all with include_virtual;
     counters from /proc/net/dev (one read for all) where it exists, else each statistics/ file."""
     planned = view.plane_of
-    every = read_interfaces(view.root, full=counters is None, statistics=counters.interfaces if counters else None)
+    every = view.links.read(counters.interfaces) if counters else read_interfaces(view.root, full=True)
     return [i for i in every if not i.virtual or view.include_virtual or i.name in planned]
 
 

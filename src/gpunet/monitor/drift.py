@@ -4,19 +4,21 @@ GN-LINK-01/02, GN-MTU-01 and GN-ADDR-01, cheap enough for every scrape."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from gpunet.model.plan import Interface
 from gpunet.model.state import InterfaceState
 from gpunet.monitor.collectors import BITS_PER_BYTE, NodeView
-from gpunet.probe.sysfs import read_interfaces
+from gpunet.probe.sysfs import read_interface
 
 DRIFT_KINDS = ("link", "mtu", "speed", "address")
 
 
 def collect_plan(view: NodeView) -> list[Metric]:
-    observed = {i.name: i for i in read_interfaces(view.root, full=False)}
     host = [i for i in view.planned if i.plane != "oob"]  # a BMC's address is not the host's
+    observed = planned_interfaces(view.root, {name for i in host for name in (i.name, i.layer3)})
     addresses = view.addresses() if any(i.address for i in host) else {}
     labels = ["device", "plane"]
     drift = GaugeMetricFamily("gpunet_plan_drift", "1 when the interface differs from the Plan.",
@@ -35,6 +37,12 @@ def collect_plan(view: NodeView) -> list[Metric]:
         for kind, drifted in interface_drift(planned, observed, addresses).items():
             drift.add_metric([*values, kind], 1 if drifted else 0)
     return [drift, mtu, speed, rdma]
+
+
+def planned_interfaces(root: Path, names: set[str]) -> dict[str, InterfaceState]:
+    """The link facts of the interfaces the Plan names, and only those (a node may have hundreds)."""
+    found = {name: read_interface(f"{root}/sys/class/net/{name}", full=False) for name in sorted(names)}
+    return {name: state for name, state in found.items() if state is not None}
 
 
 def interface_drift(planned: Interface, observed: dict[str, InterfaceState],

@@ -28,11 +28,11 @@ from http.client import HTTPException, HTTPMessage, parse_headers
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from prometheus_client.exposition import generate_latest
 from prometheus_client.openmetrics import exposition as openmetrics
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from gpunet.errors import UsageError
+from gpunet.monitor.exposition import generate_text
 from gpunet.monitor.webconfig import BasicAuth, WebConfig, tls_context
 
 log = logging.getLogger("gpunet.exporter")
@@ -224,7 +224,7 @@ def negotiate(accept: list[str]) -> tuple[Callable[[Collector], bytes], str]:
     media = {part.split(";")[0].strip().lower() for header in accept for part in header.split(",")}
     if "application/openmetrics-text" in media:
         return openmetrics.generate_latest, openmetrics.CONTENT_TYPE_LATEST
-    return generate_latest, TEXT_FORMAT
+    return generate_text, TEXT_FORMAT
 
 
 def parse_request(head: bytes) -> Request | None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gpunet.model.state import BondSlave, BondState, IbPort, InterfaceState
 
 IB_STATE_PREFIX = ":"  # sysfs writes "4: ACTIVE", "5: LinkUp": the number, a colon, the name
-LINK_FACTS = ("operstate", "carrier", "mtu", "speed")
+LINK_FACTS = ("operstate", "carrier", "mtu", "speed")  # the files of /sys/class/net/<dev> the exporter reads
 
 
 def _read(path: Path | str, directory: int | None = None) -> str | None:
@@ -35,13 +35,20 @@ def _int(path: Path | str, directory: int | None = None) -> int | None:
 
 
 def interface_names(root: Path = Path("/")) -> list[str]:
-    """The interfaces in /sys/class/net: its directories (symlinks to them), not the plain files
-    beside them (the bonding driver's `bonding_masters`)."""
+    return [name for name, _ in interface_entries(root)]
+
+
+def interface_entries(root: Path = Path("/")) -> list[tuple[str, int]]:
+    """The interfaces in /sys/class/net, each with its entry's inode: its directories and the
+    links to them, not the plain files beside them (the bonding driver's `bonding_masters`). The
+    entry's type and inode come with the directory listing, without a stat per interface (sysfs
+    has no dangling links)."""
     try:
         with os.scandir(root / "sys/class/net") as entries:
-            return sorted(entry.name for entry in entries if entry.is_dir())
+            found = [(e.name, e.inode()) for e in entries if e.is_symlink() or e.is_dir(follow_symlinks=False)]
     except OSError:
         return []
+    return sorted(found)
 
 
 def read_interfaces(root: Path = Path("/"), full: bool = True,
@@ -50,35 +57,46 @@ def read_interfaces(root: Path = Path("/"), full: bool = True,
     given in `statistics` (an exporter reads every interface's from one /proc/net/dev: 23
     statistics files per interface cost it 4x the whole scrape), without duplex, MAC or master.
     An interface that disappears while it is read is left out."""
-    base = root / "sys/class/net"
-    states = (read_interface(base / name, full, statistics) for name in interface_names(root))
+    base = f"{root}/sys/class/net/"  # a str: a Path per interface costs more than its reads
+    states = (read_interface(base + name, full, statistics) for name in interface_names(root))
     return [state for state in states if state is not None]
 
 
-def read_interface(path: Path, full: bool = True,
+def read_interface(path: Path | str, full: bool = True,
                    statistics: Mapping[str, dict[str, int]] | None = None) -> InterfaceState | None:
     try:
         directory = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return None
     try:
-        state = _link_facts(path.name, directory, statistics)
-        return _full(state, path, directory) if full else state
+        state = _link_facts(os.path.basename(path), directory, statistics)
+        return _full(state, Path(path), directory) if full else state
     finally:
         os.close(directory)
 
 
 def _link_facts(name: str, directory: int, statistics: Mapping[str, dict[str, int]] | None) -> InterfaceState:
-    operstate, carrier, mtu, speed = (_read(attribute, directory) for attribute in LINK_FACTS)
-    speed_mbps = int(speed) if speed is not None and speed.isdigit() and int(speed) > 0 else None
+    facts = [_read(fact, directory) for fact in LINK_FACTS]
+    return link_state(name, facts, not has_entry("device", directory), statistics)
+
+
+def link_state(name: str, facts: Sequence[str | None], virtual: bool,
+               statistics: Mapping[str, dict[str, int]] | None) -> InterfaceState:
+    """The link facts from the text of their sysfs files, in LINK_FACTS order (None: unreadable)."""
+    operstate, carrier, mtu, speed = facts
     return InterfaceState(
         name=name, operstate=operstate or "unknown", carrier=None if carrier is None else carrier == "1",
-        mtu=int(mtu) if mtu is not None and mtu.isdigit() else 0, speed_mbps=speed_mbps,
-        virtual=not _exists("device", directory), statistics=(statistics or {}).get(name, {}),
+        mtu=int(mtu) if mtu and mtu.isdigit() else 0, speed_mbps=_positive(speed), virtual=virtual,
+        statistics=statistics.get(name, {}) if statistics else {},
     )
 
 
-def _exists(name: str, directory: int) -> bool:
+def _positive(text: str | None) -> int | None:
+    """A speed in Mb/s; None for -1 (the driver cannot tell), 0 or nothing readable."""
+    return int(text) if text and text.isdigit() and int(text) > 0 else None
+
+
+def has_entry(name: str, directory: int) -> bool:
     """Whether the entry is there (a link is enough: real sysfs has no dangling ones)."""
     try:
         os.stat(name, dir_fd=directory, follow_symlinks=False)
