@@ -21,8 +21,9 @@ cover), bytes, CPU seconds per scrape (``/proc/PID/stat`` over all the scrapes, 
 start-up not) and resident memory afterwards, and the ratio of the medians, gpunet / node_exporter.
 
 Comparable work, roughly: node_exporter's netdev reads all interfaces at once (netlink or
-/proc/net/dev) and exports 17 counters per interface; gpunet's reads the link facts from sysfs, one
-directory per interface, the counters from /proc/net/dev, and exports 8 counters and 4 gauges.
+/proc/net/dev) and exports 17 counters per interface; gpunet's reads the link facts from sysfs (four
+files per interface, held open between scrapes and re-read in place), the counters from
+/proc/net/dev, and exports 8 counters and 4 gauges.
 node_exporter's netstat exports its default
 --collector.netstat.fields set (including Icmp, Ip6 and Udp6 from /proc/net/snmp6); gpunet's keeps
 a similar set. node_exporter adds its own go_*, process_* and promhttp_* series. There is no
@@ -86,7 +87,7 @@ NODE_EXPORTER_NAMES = ("prometheus-node-exporter", "node_exporter")
 NODE_FLAGS = ("--collector.disable-defaults", "--collector.netdev", "--collector.netstat", "--collector.infiniband",
               f"--web.listen-address=127.0.0.1:{NODE_PORT}")
 GROUPS = {  # sample-line prefixes per collector, per exporter
-    "gpunet": {"netdev": ("gpunet_network_",), "netstat": ("gpunet_tcp_", "gpunet_netstat_"),
+    "gpunet": {"netdev": ("gpunet_network_", "gpunet_skipped_lines"), "netstat": ("gpunet_tcp_", "gpunet_netstat_"),
                "infiniband": ("gpunet_infiniband_",), "bonding": ("gpunet_bond_",), "self": ("gpunet_collector_",)},
     "node_exporter": {"netdev": ("node_network_",), "netstat": ("node_netstat_",),
                       "infiniband": ("node_infiniband_",),

@@ -32,7 +32,7 @@ from prometheus_client.openmetrics import exposition as openmetrics
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from gpunet.errors import UsageError
-from gpunet.monitor.exposition import generate_text
+from gpunet.monitor.exposition import generate_openmetrics, generate_text
 from gpunet.monitor.webconfig import BasicAuth, WebConfig, tls_context
 
 log = logging.getLogger("gpunet.exporter")
@@ -223,7 +223,7 @@ def negotiate(accept: list[str]) -> tuple[Callable[[Collector], bytes], str]:
     Content-Type is one of these two constants: nothing of the request is echoed back."""
     media = {part.split(";")[0].strip().lower() for header in accept for part in header.split(",")}
     if "application/openmetrics-text" in media:
-        return openmetrics.generate_latest, openmetrics.CONTENT_TYPE_LATEST
+        return generate_openmetrics, openmetrics.CONTENT_TYPE_LATEST
     return generate_text, TEXT_FORMAT
 
 
