@@ -1,41 +1,48 @@
-"""`gpunet fleet run`: one command on many nodes, identical outputs folded (like clush -b)."""
+"""`gpunet fleet`: one command on many nodes (identical outputs folded, like clush -b), detached
+runs that outlive the connection, files to and from the nodes, packet captures."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from gpunet import api
+from gpunet.cli import fleet_files, fleet_runs
 from gpunet.cli.console import stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
+from gpunet.cli.fleet_options import FanoutOpt, JsonOpt, KeyOpt, LabOpt, NodesArg, PlanOpt, SshLabOpt, UserOpt, reach
 from gpunet.fleet import FleetResult
 
-app = typer.Typer(help="Run commands on many nodes through ClusterShell.", no_args_is_help=True)
+app = typer.Typer(help="Run commands on many nodes through ClusterShell; copy files, capture packets.",
+                  no_args_is_help=True)
 
 
 @app.command(name="run")
 @handles_errors
 def run_(
-    nodes: Annotated[str, typer.Argument(help="NodeSet: gpu[001-032],login01; with a plan or lab also "
-                                                "@role:gpu, @leaf:NAME, @rail:N, @plane:NAME, @GROUP.")],
+    nodes: NodesArg,
     command: Annotated[list[str], typer.Argument(help="Command and arguments (after --).")],
-    lab: Annotated[str | None, typer.Option("--lab", help="Run in this lab's servers (ip netns exec).")] = None,
-    ssh_lab: Annotated[str | None, typer.Option(
-        "--ssh-lab", help="SSH to this lab's servers with the lab key (the real SSH path).")] = None,
-    plan: Annotated[Path | None, typer.Option("--plan", help="Connect to each node's management address.")] = None,
-    user: Annotated[str | None, typer.Option("--user", help="SSH user.")] = None,
-    key: Annotated[Path | None, typer.Option("--key", help="SSH private key.")] = None,
-    fanout: Annotated[int, typer.Option(help="Connections at once.")] = 64,
+    lab: LabOpt = None, ssh_lab: SshLabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
+    fanout: FanoutOpt = 64,
     timeout: Annotated[float, typer.Option(help="Seconds per command.")] = 600,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    detach: Annotated[str | None, typer.Option(
+        "--detach", metavar="NAME", help="Start it detached on each node (tmux, a systemd unit, or setsid) and "
+                                         "return; `fleet status|logs|attach|stop NAME` come back to it.")] = None,
+    via: Annotated[str, typer.Option("--via", help="With --detach: auto, tmux, systemd or setsid.")] = "auto",
+    state_dir: fleet_runs.StateDirOpt = None,
+    follow: Annotated[bool, typer.Option("--follow", help="With --detach: stream the output until it ends.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Run CMD on NODESET; prints each distinct outcome once with the folded node names."""
-    wanted = api.fleet_nodes(nodes, plan=plan, lab=lab or ssh_lab)
-    runner = api.fleet_runner(lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout,
-                              timeout=timeout)
+    wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout,
+                           timeout=timeout)
+    if detach is not None:
+        transport = {"lab": lab, "ssh_lab": ssh_lab, "plan": str(plan.resolve()) if plan else None, "user": user,
+                     "key": str(key.resolve()) if key else None}
+        fleet_runs.start(wanted, runner, detach, command, via=via, state_dir=state_dir, transport=transport,
+                         follow=follow, as_json=as_json)
+        return
     result = runner.run(command, wanted)
     _print(result, as_json)
     if result.failed:
@@ -55,3 +62,9 @@ def _print(result: FleetResult, as_json: bool) -> None:
         text = (outcome.stdout + ("\n" + outcome.stderr if outcome.stderr else "")).rstrip()
         if text:
             stdout.print(text, markup=False, highlight=False)
+
+
+for _name, _command in (("copy", fleet_files.copy), ("gather", fleet_files.gather), ("capture", fleet_files.capture),
+                        ("status", fleet_runs.status), ("logs", fleet_runs.logs), ("attach", fleet_runs.attach),
+                        ("stop", fleet_runs.stop)):
+    app.command(name=_name)(_command)

@@ -99,6 +99,26 @@ def exec_(
     raise typer.Exit(code)
 
 
+@app.command(name="ssh-config")
+@handles_errors
+def ssh_config(
+    lab_id: IdOpt = "a",
+    bastion: Annotated[str | None, typer.Option(
+        "--bastion", help="A lab server to jump through (default: the plan's bastion if it is a lab server).")] = None,
+    out: Annotated[Path | None, typer.Option("-o", "--out", help="Where to write it (default: in the lab's "
+                                                                  "directory).")] = None,
+) -> None:
+    """Write the admin ssh_config for the lab's servers (lab key, lab addresses); prints its path,
+    so `ssh -F "$(gpunet lab ssh-config --id a)" gpu1` works."""
+    from gpunet.lab.sshconfig import SSH_CONFIG, lab_ssh_config
+    from gpunet.lab.state import lab_dir
+
+    text = lab_ssh_config(lab_id, bastion)
+    path = out or lab_dir(lab_id) / SSH_CONFIG
+    path.write_text(text)
+    print(path)
+
+
 @app.command()
 @handles_errors
 def fault(

@@ -79,15 +79,20 @@ class ClusterShellRunner:
         targets = {self.addresses.get(n, n): n for n in nodes}
         if self.transport == "exec":
             task.schedule(ExecWorker(nodes=NodeSet.fromlist(targets), handler=timing, stderr=True,
-                                     timeout=self.command_timeout,
-                                     command=self.template.replace("%c", shlex.quote(cmd))))
+                                     timeout=self.command_timeout, command=self.exec_command(cmd)))
         else:
-            self._configure_ssh(task)
+            self.configure_ssh(task)
             task.shell(cmd, nodes=NodeSet.fromlist(targets), handler=timing, stderr=True, timeout=self.command_timeout)
         task.run()
         return FleetResult(command=cmd, outcomes=_collect(task, targets, timing))
 
-    def _configure_ssh(self, task: object) -> None:
+    def exec_command(self, command: str) -> str:
+        """The template with the command in place of %c; any other % in the command doubled, as
+        ClusterShell reads %h, %n and %% in an exec worker's command (`date +%s` would fail)."""
+        return self.template.replace("%c", shlex.quote(command).replace("%", "%%"))
+
+    def configure_ssh(self, task: object) -> None:
+        """The task's ssh and scp options: batch mode, this runner's key, user and timeouts."""
         options = [*self.ssh_options, "-o", "BatchMode=yes"]
         if self.key:
             options += ["-i", self.key, "-o", "IdentitiesOnly=yes"]

@@ -21,6 +21,8 @@ StrictModes yes
 ClientAliveInterval 15
 ClientAliveCountMax 4
 MaxStartups 100:30:200
+# scp (OpenSSH >= 9.0 speaks SFTP) and IDEs copy files over this, as on a real server.
+Subsystem sftp internal-sftp
 """
 
 

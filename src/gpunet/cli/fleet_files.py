@@ -1,0 +1,178 @@
+"""`gpunet fleet copy|gather|capture`: files to and from many nodes, and packet captures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import TracebackType
+from typing import Annotated
+
+import typer
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+from gpunet.cli.console import cell, stderr, stdout
+from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
+from gpunet.cli.fleet_options import (
+    FanoutOpt,
+    JsonOpt,
+    KeyOpt,
+    LabOpt,
+    NodesArg,
+    PlanOpt,
+    SshLabOpt,
+    UserOpt,
+    plan_of,
+    reach,
+)
+from gpunet.fleet.transfer import COMPRESS_CHOICES, TransferResult
+
+CompressOpt = Annotated[str, typer.Option(
+    "--compress", help=f"Pack with {', '.join(COMPRESS_CHOICES)} (auto: zstd where present, else gzip).")]
+TimeoutOpt = Annotated[float, typer.Option(help="Seconds per node and step (0: no limit).")]
+PHASES = {"pack": "packing", "send": "sending", "check": "checking", "prepare": "packing on nodes",
+          "fetch": "fetching"}
+
+
+class TransferProgress:
+    """Bars on a terminal; plain lines elsewhere (a log, CI), one per tenth of the way or node."""
+
+    def __init__(self) -> None:
+        self.bars: Progress | None = None
+        if stderr.is_terminal:
+            self.bars = Progress(TextColumn("{task.description:>16}"), BarColumn(), TimeElapsedColumn(),
+                                 console=stderr, transient=True)
+        self.tasks: dict[str, TaskID] = {}
+        self.said: dict[str, int] = {}
+
+    def __enter__(self) -> TransferProgress:
+        if self.bars:
+            self.bars.start()
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        if self.bars:
+            self.bars.stop()
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        what = PHASES.get(phase, phase)
+        if self.bars is not None:
+            if phase not in self.tasks:
+                self.tasks[phase] = self.bars.add_task(what, total=total)
+            self.bars.update(self.tasks[phase], completed=done, total=total)
+            return
+        tenth = done * 10 // max(total, 1)
+        if phase == "pack" and self.said.get(phase) == tenth:
+            return
+        self.said[phase] = tenth
+        amount = f"{done / 1e6:.1f} of {total / 1e6:.1f} MB" if phase == "pack" else f"{done}/{total} nodes"
+        stderr.print(f"{what}: {amount}", highlight=False)
+
+
+@handles_errors
+def copy(
+    nodes: NodesArg,
+    source: Annotated[Path, typer.Argument(help="A file or directory here.")],
+    dest: Annotated[str, typer.Argument(help="The directory on every node (absolute); SOURCE lands as DEST/NAME.")],
+    lab: LabOpt = None, ssh_lab: SshLabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
+    fanout: FanoutOpt = 64, compress: CompressOpt = "auto", timeout: TimeoutOpt = 0, as_json: JsonOpt = False,
+) -> None:
+    """Copy SOURCE to DEST on every node, checked with sha256 there.
+
+    Packed and compressed once, sent by ClusterShell's copy (scp, or tar through gateways in tree
+    mode), unpacked beside DEST on each node, checked, then renamed into place."""
+    from gpunet.fleet.transfer import copy_to
+
+    wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout)
+    with TransferProgress() as progress:
+        result = copy_to(runner, wanted, source, dest, compress=compress, progress=progress, timeout=timeout)
+    _finish(result, as_json)
+
+
+@handles_errors
+def gather(
+    nodes: NodesArg,
+    source: Annotated[str, typer.Argument(help="A file or directory on every node (absolute path).")],
+    out: Annotated[Path, typer.Argument(help="Directory here: each node's copy lands as OUT/<node>/<name>.")],
+    lab: LabOpt = None, ssh_lab: SshLabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
+    fanout: FanoutOpt = 64, compress: CompressOpt = "auto", timeout: TimeoutOpt = 0, as_json: JsonOpt = False,
+) -> None:
+    """Fetch SOURCE from every node into OUT/<node>/, checked with sha256 here.
+
+    Packed and compressed on each node, fetched by ClusterShell's reverse copy, unpacked into a
+    staging directory here (nothing outside it), checked, then renamed into place."""
+    from gpunet.fleet.transfer import gather_from
+
+    wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout)
+    with TransferProgress() as progress:
+        result = gather_from(runner, wanted, source, out, compress=compress, progress=progress, timeout=timeout)
+    _finish(result, as_json)
+
+
+@handles_errors
+def capture(
+    nodes: NodesArg,
+    out: Annotated[Path, typer.Option("-o", "--out", help="Directory here for OUT/<node>.<iface>.pcap.")],
+    iface: Annotated[list[str] | None, typer.Option("--iface", help="Interface to capture on (repeat).")] = None,
+    plane: Annotated[str | None, typer.Option(
+        "--plane", help="Capture on each node's interfaces of this plane (needs a plan or lab).")] = None,
+    between: Annotated[str | None, typer.Option(
+        "--between", help="A,B: only traffic between these two nodes on --plane (addresses from the plan).")] = None,
+    bpf: Annotated[str, typer.Option("--filter", help="tcpdump filter (and-ed with --between).")] = "",
+    count: Annotated[int | None, typer.Option("--count", help="Stop after this many packets per interface.")] = None,
+    duration: Annotated[float | None, typer.Option("--duration", help="Stop after this many seconds.")] = None,
+    snaplen: Annotated[int, typer.Option("--snaplen", help="Bytes kept per packet (0: all).")] = 0,
+    limit: Annotated[float, typer.Option("--limit", help="Seconds a --count-only capture may take.")] = 600,
+    lab: LabOpt = None, ssh_lab: SshLabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
+    fanout: FanoutOpt = 64, as_json: JsonOpt = False,
+) -> None:
+    """Capture packets with tcpdump on NODESET, bounded, into OUT/<node>.<iface>.pcap.
+
+    Stops at --count packets per interface and/or after --duration seconds (a capture with
+    neither is refused); the pcaps come back through gather (checked, never half-written)."""
+    from gpunet.fleet.capture import capture as run_capture
+    from gpunet.fleet.capture import capture_plan
+
+    wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout)
+    interfaces, expression, seconds = capture_plan(
+        wanted, plan_of(plan, lab or ssh_lab), iface=iface or [], plane=plane, between=between, bpf=bpf,
+        count=count, duration=duration, limit=limit)
+    with stderr.status(f"capturing on {len(interfaces)} node(s) for up to {seconds:g} s…", spinner="dots"):
+        result = run_capture(runner, interfaces, out, count=count, seconds=seconds, bpf=expression, snaplen=snaplen)
+    _finish(result, as_json)
+
+
+def _finish(result: TransferResult, as_json: bool) -> None:
+    _print(result, as_json)
+    if result.failed:
+        raise typer.Exit(EXIT_CHECKS_FAILED)
+
+
+def _print(result: TransferResult, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({**result.model_dump(exclude={"outcomes"}), "groups": [
+            {"nodes": nodes, "ok": o.ok, "error": o.error} for nodes, o in result.groups()],
+            "outcomes": {n: o.model_dump(exclude={"node"}) for n, o in result.outcomes.items()}}, indent=1))
+        return
+    stdout.print(cell(_headline(result)), soft_wrap=True)
+    for nodes, outcome in result.groups():
+        if outcome.packets is not None:  # a capture: each node its own counts
+            continue
+        text = f"ok: {_pattern(outcome.path, outcome.node)}" if outcome.ok else f"failed: {outcome.error}"
+        stdout.print(f"[{'green' if outcome.ok else 'red'}]{cell(nodes)}[/]", cell(text), soft_wrap=True)
+    for node, outcome in sorted(result.outcomes.items()):
+        if outcome.packets is not None:
+            counts = ", ".join(f"{dev}: {n} packets" for dev, n in outcome.packets.items())
+            stdout.print(cell(f"{node} {counts} -> {outcome.path.replace(chr(10), ', ')}"), soft_wrap=True)
+
+
+def _pattern(path: str, node: str) -> str:
+    """A node's path with its name as <node>, so one line stands for the folded nodes."""
+    return path.replace(f"/{node}/", "/<node>/").replace(f"/{node}.", "/<node>.").replace("\n", ", ")
+
+
+def _headline(result: TransferResult) -> str:
+    ok = len(result.outcomes) - len(result.failed)
+    packed = f" (sent {result.packed_bytes / 1e6:.1f} MB, {result.compress})" if result.packed_bytes else ""
+    return (f"{result.operation} {result.source} -> {result.dest}: {result.files} file(s), "
+            f"{result.bytes / 1e6:.1f} MB{packed}; {ok}/{len(result.outcomes)} node(s) ok in {result.seconds:.1f} s")

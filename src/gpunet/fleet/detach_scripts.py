@@ -1,0 +1,127 @@
+"""The POSIX sh scripts behind detached runs. Every script takes $1 state directory, $2 run name,
+$3 node, so a run lives in <state>/<name>/<node>/ (the lab's servers share one filesystem):
+
+    command   the command, as the shell reads it       via      tmux | systemd | setsid
+    pid       the supervisor (a session leader)        boot     the boot id it started under
+    output    stdout and stderr, as they are written   started / ended   epoch seconds
+    rc        the exit status, written last            stopped  `fleet stop` asked it to end
+"""
+
+from __future__ import annotations
+
+_PRELUDE = r"""
+set -u
+base=$1 name=$2 node=$3
+case $base in "~/"*) base=$HOME/${base#"~/"} ;; esac
+dir=$base/$name/$node
+alive() {
+  [ -s "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null &&
+    [ "$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)" = "$(cat "$dir/boot" 2>/dev/null)" ]
+}
+state() {
+  if [ ! -d "$dir" ]; then echo missing
+  elif [ -f "$dir/rc" ]; then echo done
+  elif [ -f "$dir/stopped" ]; then echo stopped
+  elif alive; then echo running
+  else echo lost
+  fi
+}
+"""
+
+# $4 how (auto|tmux|systemd|setsid) $5 the command. The supervisor (run.sh) tees the output to
+# the run's file (and to the tmux pane), then writes rc; the start waits until it has a pid.
+START = _PRELUDE + r"""
+via=$4 command=$5
+if [ "$(state)" = running ]; then
+  echo "gpunet: run $name is still running here (pid $(cat "$dir/pid")): stop it or pick another name" >&2
+  exit 3
+fi
+if [ "$via" = auto ]; then
+  if command -v tmux >/dev/null 2>&1; then via=tmux
+  elif [ "$(id -u)" = 0 ] && [ -d /run/systemd/system ] && command -v systemd-run >/dev/null 2>&1; then via=systemd
+  else via=setsid
+  fi
+fi
+case $via in
+  tmux|setsid) need=$via ;;
+  systemd) need=systemd-run ;;
+  *) echo "gpunet: unknown way to detach: $via" >&2; exit 2 ;;
+esac
+command -v "$need" >/dev/null 2>&1 || { echo "gpunet: $need is not installed here" >&2; exit 2; }
+rm -rf -- "$dir" && mkdir -p -m 700 -- "$dir" || { echo "gpunet: cannot create $dir" >&2; exit 1; }
+printf '%s\n' "$command" > "$dir/command"
+echo "$via" > "$dir/via"
+date +%s > "$dir/started"
+cat /proc/sys/kernel/random/boot_id > "$dir/boot" 2>/dev/null
+cat > "$dir/run.sh" <<'SUPERVISOR'
+dir=$1
+echo $$ > "$dir/pid"
+export PYTHONUNBUFFERED=1
+{ sh "$dir/command"; echo $? > "$dir/rc.tmp"; } 2>&1 | tee -a "$dir/output"
+date +%s > "$dir/ended"
+mv -f "$dir/rc.tmp" "$dir/rc"
+SUPERVISOR
+case $via in
+  tmux) tmux -S "$dir/tmux.sock" -f /dev/null new-session -d -s "gpunet-$name" -x 160 -y 48 \
+          sh "$dir/run.sh" "$dir" </dev/null >/dev/null 2>&1 ;;
+  systemd) systemd-run --quiet --collect --unit "gpunet-run-$name" --same-dir -E HOME="$HOME" -E PATH="$PATH" \
+             sh "$dir/run.sh" "$dir" </dev/null >/dev/null 2>&1 ;;
+  setsid) setsid -f sh "$dir/run.sh" "$dir" </dev/null >/dev/null 2>&1 ;;
+esac || { echo "gpunet: $via could not start the run" >&2; exit 1; }
+i=0
+while [ ! -s "$dir/pid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -s "$dir/pid" ] || { echo "gpunet: the run did not start within 10 s (see $dir)" >&2; exit 1; }
+echo "state=running"
+echo "via=$via"
+echo "pid=$(cat "$dir/pid")"
+echo "dir=$dir"
+"""
+
+# $4 seconds to wait while it runs $5 lines of output to show (0: none, -1: all).
+STATUS = _PRELUDE + r"""
+wait=$4 lines=$5
+end=$(( $(date +%s) + wait ))
+while [ "$(state)" = running ] && [ "$(date +%s)" -lt "$end" ]; do sleep 1; done
+echo "state=$(state)"
+[ -d "$dir" ] || exit 0
+for key in via pid started ended rc; do [ -f "$dir/$key" ] && echo "$key=$(cat "$dir/$key")"; done
+echo "dir=$dir"
+echo "--"
+if [ "$lines" = -1 ]; then cat "$dir/output" 2>/dev/null
+elif [ "$lines" -gt 0 ]; then tail -n "$lines" "$dir/output" 2>/dev/null
+fi
+exit 0
+"""
+
+# Follows the output until the run ends (tail --pid), then prints the status line.
+FOLLOW = _PRELUDE + r"""
+[ -d "$dir" ] || { echo "gpunet: no run $name here" >&2; exit 2; }
+if [ "$(state)" = running ]; then tail -n +1 -f --pid="$(cat "$dir/pid")" "$dir/output"
+else cat "$dir/output" 2>/dev/null
+fi
+"""
+
+# Interactive: the tmux session itself while it lives, else the output followed or shown.
+ATTACH = _PRELUDE + r"""
+[ -d "$dir" ] || { echo "gpunet: no run $name here" >&2; exit 2; }
+if [ "$(cat "$dir/via")" = tmux ] && tmux -S "$dir/tmux.sock" has-session -t "gpunet-$name" 2>/dev/null; then
+  exec tmux -S "$dir/tmux.sock" attach-session -t "gpunet-$name"
+fi
+if [ "$(state)" = running ]; then exec tail -n +1 -f --pid="$(cat "$dir/pid")" "$dir/output"; fi
+cat "$dir/output" 2>/dev/null
+echo "gpunet: run $name is $(state)$( [ -f "$dir/rc" ] && echo ", exit $(cat "$dir/rc")")"
+"""
+
+# The supervisor's whole process group (it is a session leader under tmux, setsid and systemd).
+STOP = _PRELUDE + r"""
+[ -d "$dir" ] || { echo "state=missing"; exit 0; }
+if [ "$(state)" = running ]; then
+  touch "$dir/stopped"
+  pid=$(cat "$dir/pid")
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"
+  i=0
+  while alive && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+  alive && kill -KILL -- "-$pid" 2>/dev/null
+fi
+echo "state=$(state)"
+"""
