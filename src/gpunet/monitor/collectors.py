@@ -89,7 +89,7 @@ def exported_interfaces(view: NodeView, counters: NetDevCounters | None) -> list
     """Physical interfaces, plus virtual ones the Plan names (a lab's veths) or all with include_virtual;
     counters from /proc/net/dev (one read for all) where it exists, else each statistics/ file."""
     planned = view.plane_of
-    every = view.links.read(counters.interfaces) if counters else read_interfaces(view.root, full=True)
+    every = view.links.read(counters.interfaces) if counters is not None else read_interfaces(view.root, full=True)
     return [i for i in every if not i.virtual or view.include_virtual or i.name in planned]
 
 
