@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from ClusterShell.NodeSet import NodeSet
@@ -15,6 +16,8 @@ from gpunet.bench.run import BenchSetup, Progress, run_nccl, run_rounds
 from gpunet.bench.store import Measurement, add_measurements, start_run
 from gpunet.checks import Finding
 from gpunet.checks.doctor import doctor_node
+from gpunet.decide.catalog import Catalog
+from gpunet.decide.cost import Costing, price_plan
 from gpunet.design import design
 from gpunet.errors import DesignError, SpecError, SpecProblem, UsageError
 from gpunet.fleet import ClusterShellRunner, lab_runner
@@ -30,7 +33,7 @@ from gpunet.model.state import NodeState
 from gpunet.model.types import USER
 from gpunet.probe.node import probe_node
 from gpunet.render import TARGETS, file_mode, render_all
-from gpunet.render.plan_files import PLAN_FILES
+from gpunet.render.plan_files import PLAN_FILES, render_bom_csv, render_summary_md
 from gpunet.render.plan_output import recover as recover_plan_output
 from gpunet.render.plan_output import write_plan_set
 from gpunet.render.write import write_files
@@ -82,12 +85,15 @@ def _refuse_dropped_nodes(baseline: Plan, plan: Plan, previous: Path | None) -> 
                          "give --fresh to accept (the old plan is kept as plan.json.1)")
 
 
-def plan_into(spec_path: Path | None, out_dir: Path, *, fresh: bool) -> tuple[Plan, list[str], list[SpecProblem]]:
+def plan_into(spec_path: Path | None, out_dir: Path, *, fresh: bool, catalog: Catalog | None = None
+              ) -> tuple[Plan, list[str], list[SpecProblem], Costing | None]:
     """`gpunet plan`: design against OUT/plan.json (unless fresh) and replace OUT's plan files as
-    one set, the previous plan.json kept as plan.json.1; the changed files and the spec's warnings."""
+    one set, the previous plan.json kept as plan.json.1; the changed files, the spec's warnings and,
+    with a catalog, the priced bill of materials (in bom.csv and summary.md too)."""
     recover_plan_output(out_dir)  # a killed earlier run: its old or new set, before reading it
     plan, warnings = design_spec(spec_path, None if fresh else out_dir / "plan.json")
-    return plan, write_plan(plan, out_dir), warnings
+    costing = price_plan(plan, catalog) if catalog is not None else None
+    return plan, write_plan(plan, out_dir, costing), warnings, costing
 
 
 def load_plan(source: Path | None) -> Plan:
@@ -241,9 +247,13 @@ def management_addresses(source: Path) -> dict[str, str]:
     return management_addresses_of(load_plan(source))
 
 
-def write_plan(plan: Plan, out_dir: Path) -> list[str]:
-    """Write plan.json and the CSV/Markdown views; returns the files that changed."""
-    return write_plan_set(out_dir, {name: render(plan) for name, render in PLAN_FILES.items()})
+def write_plan(plan: Plan, out_dir: Path, costing: Costing | None = None) -> list[str]:
+    """Write plan.json and the CSV/Markdown views (priced, given a costing); returns the files that changed."""
+    renders = dict(PLAN_FILES)
+    if costing is not None:
+        renders |= {"bom.csv": partial(render_bom_csv, costing=costing),
+                    "summary.md": partial(render_summary_md, costing=costing)}
+    return write_plan_set(out_dir, {name: render(plan) for name, render in renders.items()})
 
 
 __all__ = ["DesignError", "SpecError", "load", "plan_spec", "validate_spec", "write_plan"]

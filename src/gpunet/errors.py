@@ -4,6 +4,7 @@
     ├── SpecError                the cluster spec is wrong; carries SpecProblem(s) with YAML location
     ├── DesignError              a valid spec that cannot be built (radix too small, subnet full ...)
     │                            also carries SpecProblem(s), located at the spec key at fault
+    ├── CatalogError             a parts catalog (--catalog) is wrong; SpecProblem(s) located in its YAML
     ├── PlanError                a plan.json that cannot be read or has the wrong schema version
     ├── UsageError               a command was asked for something that does not exist (exit 2)
     ├── ProbeError               reading a node failed
@@ -54,6 +55,10 @@ class SpecError(GpunetError):
 
 class DesignError(SpecError):
     """The spec is well formed but no fabric satisfies it."""
+
+
+class CatalogError(SpecError):
+    """A parts catalog is malformed; `problems` are located in its YAML like a spec's."""
 
 
 class PlanError(GpunetError):

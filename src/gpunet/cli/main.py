@@ -34,10 +34,11 @@ LAZY: dict[str, tuple[str, str]] = {
     "cabling": ("gpunet.cli.cabling", "app"), "ibsim": ("gpunet.cli.ibsim", "app"),
     "localize": ("gpunet.cli.localize", "localize"), "doctor": ("gpunet.cli.doctor", "doctor"),
     "probe": ("gpunet.cli.doctor", "probe"), "exporter": ("gpunet.cli.exporter", "exporter"),
+    "compare": ("gpunet.cli.compare", "compare"),
 }
 
-ORDER = ("validate", "plan", "render", "flows", "examples", "init", "lab", "ibsim", "fleet", "doctor", "probe",
-         "bench", "cabling", "localize", "exporter")
+ORDER = ("validate", "plan", "compare", "render", "flows", "examples", "init", "lab", "ibsim", "fleet", "doctor",
+         "probe", "bench", "cabling", "localize", "exporter")
 
 
 class LazyGroup(TyperGroup):
@@ -111,19 +112,25 @@ def plan(
     fresh: Annotated[bool, typer.Option(
         "--fresh", help="Ignore OUT/plan.json: assign addresses, slots and ports from scratch (also to replace "
                         "another site's plan, or drop nodes; the old plan is kept as plan.json.1).")] = False,
+    catalog: Annotated[Path | None, typer.Option(
+        "--catalog", help="Parts catalog (YAML): price the bill of materials (bom.csv, summary.md) and total its "
+                          "cost and power; 'example' for the shipped one of placeholder numbers.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Design the fabric, addresses, cabling and bill of materials; write them to OUT."""
     from gpunet import api
+    from gpunet.cli.compare import load_plan_catalog, print_decisions
 
+    parts = load_plan_catalog(catalog)
     with stderr.status("designing the plan…", spinner="dots"):
-        result, changed, warnings = api.plan_into(spec, out, fresh=fresh)
+        result, changed, warnings, costing = api.plan_into(spec, out, fresh=fresh, catalog=parts)
     if as_json:
-        print(json.dumps(summary(result) | {"out": str(out), "changed": changed,
-                                            "warnings": [str(w) for w in warnings]}, indent=1))
+        print(json.dumps(summary(result, costing) | {"out": str(out), "changed": changed,
+                                                     "warnings": [str(w) for w in warnings]}, indent=1))
         return
     _warn(warnings)
     _print_plan(result)
+    print_decisions(result, costing)
     stdout.print(f"wrote {len(changed)} changed file(s) to {out}/: {', '.join(changed) or 'none'}")
 
 

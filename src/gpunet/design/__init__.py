@@ -12,7 +12,8 @@ from gpunet.design.addressing import (
     rdma_nic_count,
     with_address,
 )
-from gpunet.design.capacity import bill_of_materials, plane_capacity
+from gpunet.design.bom import bill_of_materials
+from gpunet.design.capacity import plane_capacity
 from gpunet.design.fabric import (
     Attachment,
     PlaneFabric,
@@ -22,12 +23,14 @@ from gpunet.design.fabric import (
     resolve_style,
 )
 from gpunet.design.flows import derive_flows
+from gpunet.design.media import nic_model
 from gpunet.design.stability import check_stable
 from gpunet.errors import DesignError, SpecProblem
 from gpunet.model.base import bulk_objects
 from gpunet.model.nodeset import parse_nodeset
-from gpunet.model.plan import FabricBasis, Interface, Node, Plan, Plane, PlaneCapacity
-from gpunet.model.spec import NodeGroup, PlaneName, Spec, plane_mtu
+from gpunet.model.plan import Cabling, FabricBasis, Interface, NicCard, Node, Plan, Plane, PlaneCapacity
+from gpunet.model.spec import NicSpec, NodeGroup, PlaneName, PlaneSpec, Spec, plane_mtu
+from gpunet.model.units import speed_gbps
 
 __all__ = ["design"]
 
@@ -64,12 +67,12 @@ def _design(spec: Spec, previous: Plan | None) -> Plan:
     )
     switches = [s for f in fabrics.values() for s in f.switches]
     links = [c for f in fabrics.values() for c in f.links]
+    planes = tuple(_plane(spec, name, fabrics[name], bases[name]) for name in spec.planes)
     plan = Plan(
         gpunet_version=__version__, site=spec.site, nodes=nodes, flows=tuple(derive_flows(spec, nodes)),
-        planes=tuple(_plane(spec, name, fabrics[name], bases[name]) for name in spec.planes),
-        switches=tuple(switches), links=tuple(links),
+        planes=planes, switches=tuple(switches), links=tuple(links),
         capacity=tuple(_capacity(spec, name, fabrics[name]) for name in spec.planes),
-        bom=tuple(bill_of_materials(switches, links)),
+        bom=tuple(bill_of_materials(planes, nodes, switches, links)),
     )
     if previous is not None:
         check_stable(previous, plan)
@@ -153,7 +156,14 @@ def _plane(spec: Spec, name: PlaneName, fabric: PlaneFabric, basis: FabricBasis)
         subnet6=str(p.subnet6) if p.subnet6 else None, gateway=str(p.gateway) if p.gateway else None,
         vlan=p.vlan, mtu=plane_mtu(name, p), speed_gbps=p.gbps, style=fabric.style,
         basis=basis.model_copy(update={"planned_nodes": fabric.planned_nodes}),
+        cabling=Cabling(media=p.cabling.chosen(), breakout=p.cabling.breakout),
+        nics={g.name: _nic_card(p, g.nics[name]) for g in spec.groups if name in g.nics},
     )
+
+
+def _nic_card(plane: PlaneSpec, nic: NicSpec) -> NicCard:
+    gbps = speed_gbps(nic.speed) if nic.speed else plane.gbps
+    return NicCard(model=nic.model or nic_model(plane.technology, gbps), ports_per_card=nic.ports_per_card)
 
 
 def _capacity(spec: Spec, plane: PlaneName, fabric: PlaneFabric) -> PlaneCapacity:

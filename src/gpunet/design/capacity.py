@@ -1,20 +1,22 @@
-"""Capacity figures and the bill of materials, read off a plane's fabric."""
+"""Capacity figures, read off a plane's fabric."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 from gpunet.design.fabric import PlaneFabric
-from gpunet.model.plan import BomLine, Link, PlaneCapacity, Switch
+from gpunet.model.plan import Link, PlaneCapacity
 from gpunet.model.spec import PlaneName
 
 MAX_HOPS_BY_TIERS = {0: 0, 1: 1, 2: 3, 3: 5}  # switches crossed on the longest path
 
 
-def bisection_gbps(links: list[Link]) -> float:
+def bisection_gbps(links: Iterable[Link], tiers: Iterable[str] = ()) -> float:
     """Bandwidth across the worst even cut: half of the thinnest tier's cable total (a direct
-    pair has only one cut, crossed by every cable)."""
-    totals: Counter[str] = Counter()
+    pair has only one cut, crossed by every cable). `tiers` that have lost every cable count as 0
+    (a fabric after a failure)."""
+    totals: Counter[str] = Counter(dict.fromkeys(tiers, 0))
     for link in links:
         totals[link.tier] += link.gbps
     if "direct" in totals:
@@ -46,14 +48,3 @@ def plane_capacity(
         rails=rails, per_rail_gbps=float(endpoints // rails * nic_gbps) if rails else 0.0,
         planned_nodes=fabric.planned_nodes,
     )
-
-
-def bill_of_materials(switches: list[Switch], links: list[Link]) -> list[BomLine]:
-    """Switches by plane, tier and model; cables by plane, tier and speed."""
-    switch_counts = Counter((s.plane, s.tier, s.model) for s in switches)
-    cable_counts = Counter((c.plane, c.tier, f"{c.gbps}G") for c in links)
-    lines = [BomLine(item="switch", plane=p, tier=t, model=m, count=n)
-             for (p, t, m), n in switch_counts.items()]
-    lines += [BomLine(item="cable", plane=p, tier=t, model=m, count=n)
-              for (p, t, m), n in cable_counts.items()]
-    return lines

@@ -16,6 +16,7 @@ from gpunet.model.spec import (
     BondSpec,
     FabricSpec,
     FabricStyle,
+    Media,
     PlaneName,
     Role,
     SiteSpec,
@@ -121,6 +122,21 @@ class FabricBasis(Frozen):
     fabric: FabricSpec
 
 
+class Cabling(Frozen):
+    """The spec's media per cable tier (tiers not named take the default for the technology and
+    speed, design/media.py) and the switch ports per cage (2: twin-port 2x400G cages)."""
+
+    media: dict[LinkTier, Media] = Field(default_factory=dict)
+    breakout: int = Field(1, ge=1, le=8)
+
+
+class NicCard(Frozen):
+    """The NIC/HCA a node group carries on a plane, for the bill of materials."""
+
+    model: ModelName
+    ports_per_card: int = Field(1, ge=1, le=8)
+
+
 class Plane(Frozen):
     name: PlaneName
     technology: Technology
@@ -132,6 +148,8 @@ class Plane(Frozen):
     speed_gbps: int = Field(ge=1)
     style: FabricStyle
     basis: FabricBasis | None = None
+    cabling: Cabling = Field(default_factory=Cabling)
+    nics: dict[Name, NicCard] = Field(default_factory=dict)  # node group -> its NIC on this plane
 
 
 class PlaneCapacity(Frozen):
@@ -151,16 +169,24 @@ class PlaneCapacity(Frozen):
 
 
 class BomLine(Frozen):
-    item: Literal["switch", "cable"]
+    """One line of the bill of materials: `count` units of `model`. A cable line carries `cables`
+    of the plan's cables (a twin or breakout assembly carries several); NIC and transceiver lines
+    serve `ports` cable ends."""
+
+    item: Literal["switch", "nic", "cable", "transceiver"]
     plane: PlaneName
     tier: str = Field(pattern=r"^[a-z_]{1,20}$")
     model: ModelName
     count: int
+    media: Media | None = None
+    group: Name | None = None  # NIC lines: the node group
+    cables: int = 0
+    ports: int = 0
 
 
 class Plan(Frozen):
     schema_version: int = PLAN_SCHEMA_VERSION
-    gpunet_version: str
+    gpunet_version: ModelName  # "0.1.0": plan.json is input, so a version string is held to a name's characters
     site: SiteSpec
     planes: tuple[Plane, ...]
     nodes: tuple[Node, ...]

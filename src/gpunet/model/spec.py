@@ -39,6 +39,10 @@ BondMode = Literal[
     "802.3ad", "active-backup", "balance-xor", "balance-alb", "balance-tlb", "balance-rr"
 ]
 HashPolicy = Literal["layer2", "layer2+3", "layer3+4", "encap2+3", "encap3+4"]
+# What a cable is made of: direct-attach copper, active copper, active electrical, active optical
+# (cable assemblies), a transceiver at each end with multimode (sr) or single-mode (dr) fiber, or
+# BASE-T twisted pair (rj45, up to 10G).
+Media = Literal["dac", "acc", "aec", "aoc", "sr", "dr", "rj45"]
 
 # Interface MTU per technology when the spec gives none; README "MTU defaults" says why.
 #  - ethernet data planes: 9000 jumbo frames, the common host value under a 9216 switch MTU.
@@ -163,6 +167,21 @@ class FabricSpec(Frozen):
     dual_homed: bool = False
 
 
+class CablingSpec(Frozen):
+    """Media per cable tier (unset: the default for the plane's technology and speed, see
+    design/media.py) and the switch ports one cage holds (2: twin-port 2x400G OSFP cages)."""
+
+    direct: Media | None = None
+    node_leaf: Media | None = None
+    leaf_spine: Media | None = None
+    spine_core: Media | None = None
+    breakout: int = Field(1, ge=1, le=8)
+
+    def chosen(self) -> dict[str, Media]:
+        tiers = ("direct", "node_leaf", "leaf_spine", "spine_core")
+        return {t: m for t in tiers if (m := getattr(self, t)) is not None}
+
+
 class PlaneSpec(Frozen):
     subnet: Subnet
     subnet6: Subnet6 | None = None
@@ -172,6 +191,7 @@ class PlaneSpec(Frozen):
     vlan: int | None = Field(None, ge=1, le=4094)
     gateway: IPv4Address | None = None
     fabric: FabricSpec = FabricSpec()
+    cabling: CablingSpec = CablingSpec()
 
     @model_validator(mode="after")
     def _ethernet_speed_names(self) -> PlaneSpec:
@@ -200,6 +220,8 @@ class NicSpec(Frozen):
     # RDMA device of each NIC, in the same order (`ibdev2netdev` shows it); default mlx5_0...
     hcas: tuple[HcaName, ...] | None = None
     bond: BondSpec | None = None
+    model: ModelName | None = None  # NIC/HCA model for the bill of materials; default e.g. ib-hca-400G
+    ports_per_card: int = Field(1, ge=1, le=8)  # 2: a dual-port card carries two of these NICs
 
 
 class NodeGroup(Frozen):

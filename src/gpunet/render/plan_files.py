@@ -5,8 +5,13 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
-from gpunet.model.plan import Plan, PlaneCapacity
+from gpunet.model.plan import BomLine, Plan, PlaneCapacity
+
+if TYPE_CHECKING:
+    from gpunet.decide.cost import Costing, PricedLine
+    from gpunet.decide.failures import PlaneFailures
 
 SWITCH_TIERS = ("leaf", "spine", "core")
 CABLE_TIERS = ("node_leaf", "leaf_spine", "spine_core")
@@ -38,14 +43,32 @@ def render_addresses_csv(plan: Plan) -> str:
     )
 
 
-def render_bom_csv(plan: Plan) -> str:
-    return _csv(("item", "plane", "tier", "model", "count"),
-                ((b.item, b.plane, b.tier, b.model, b.count) for b in plan.bom))
+BOM_COLUMNS = ("item", "plane", "tier", "model", "media", "group", "count", "cables", "ports")
+PRICE_COLUMNS = ("part", "unit_price", "price", "unit_watts", "watts")
 
 
-def summary(plan: Plan) -> dict[str, object]:
+def _bom_row(b: BomLine) -> tuple[object, ...]:
+    return b.item, b.plane, b.tier, b.model, b.media or "", b.group or "", b.count, b.cables, b.ports
+
+
+def render_bom_csv(plan: Plan, costing: Costing | None = None) -> str:
+    """Every switch, NIC, cable and transceiver; with a catalog, its part, prices and watts (empty
+    where the catalog has no entry: unpriced, never zero)."""
+    if costing is None:
+        return _csv(BOM_COLUMNS, (_bom_row(b) for b in plan.bom))
+    return _csv(BOM_COLUMNS + PRICE_COLUMNS, (_bom_row(p.line) + _price_cells(p) for p in costing.lines))
+
+
+def _price_cells(p: PricedLine) -> tuple[object, ...]:
+    if p.part is None:
+        return "", "", "", "", ""
+    return p.part.part, f"{p.part.price:g}", f"{p.price:g}", f"{p.part.watts:g}", f"{p.watts:g}"
+
+
+def summary(plan: Plan, costing: Costing | None = None) -> dict[str, object]:
     """The headline figures (the `--json` output of `gpunet plan`)."""
-    return {
+    cost = {"cost": costing.model_dump(mode="json", exclude={"lines"})} if costing else {}
+    return cost | {
         "site": plan.site.name,
         "nodes": len(plan.nodes),
         "gpus": sum(n.gpus for n in plan.nodes),
@@ -55,33 +78,97 @@ def summary(plan: Plan) -> dict[str, object]:
         "oversubscription": {c.plane: c.oversubscription for c in plan.capacity},
         "bisection_gbps": {c.plane: c.bisection_gbps for c in plan.capacity},
         "planes": [_plane_summary(c) for c in plan.capacity],
+        "bom": _bom_summary(plan.bom),
+        "headroom": _headroom(plan),
+        "failures": [f.model_dump(mode="json") for f in _failures(plan)],
     }
+
+
+# The design-decision views load when a summary is made: `gpunet` imports this module for every
+# command, and doctor's start-up must not pay for the design package they replay.
+def _headroom(plan: Plan) -> dict[str, int | None]:
+    from gpunet.decide.growth import plan_headroom  # noqa: PLC0415
+
+    return plan_headroom(plan)
+
+
+def _failures(plan: Plan) -> tuple[PlaneFailures, ...]:
+    from gpunet.decide.failures import plan_failures  # noqa: PLC0415
+
+    return plan_failures(plan)
+
+
+def _bom_summary(bom: Iterable[BomLine]) -> dict[str, dict[str, int]]:
+    """Units per item and model: switches, NICs, cables, transceivers."""
+    result: dict[str, dict[str, int]] = {}
+    for line in bom:
+        by_model = result.setdefault(line.item, {})
+        by_model[line.model] = by_model.get(line.model, 0) + line.count
+    return result
 
 
 def _plane_summary(c: PlaneCapacity) -> dict[str, object]:
     return c.model_dump(mode="json")
 
 
-def render_summary_md(plan: Plan) -> str:
-    head = summary(plan)
+def render_summary_md(plan: Plan, costing: Costing | None = None) -> str:
     lines = [
         f"# {plan.site.name}: network plan",
         "",
-        f"{head['nodes']} nodes, {head['gpus']} GPUs, {len(plan.switches)} switches, "
+        f"{len(plan.nodes)} nodes, {sum(n.gpus for n in plan.nodes)} GPUs, {len(plan.switches)} switches, "
         f"{len(plan.links)} cables.",
         "",
         "| plane | technology | style | tiers | endpoints | leaves | spines | cores | "
-        "oversubscription | bisection (Gb/s) | max hops |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "oversubscription | bisection (Gb/s) | max hops | growth headroom (nodes) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     tech = {p.name: p.technology for p in plan.planes}
+    headroom = _headroom(plan)
     for c in plan.capacity:
         ratios = ", ".join(f"{t} {r:g}:1" for t, r in c.oversubscription.items()) or "-"
+        grows = "unknown" if headroom[c.plane] is None else headroom[c.plane]
         lines.append(f"| {c.plane} | {tech[c.plane]} | {c.style} | {c.tiers} | {c.endpoints} | "
-                     f"{c.leaves} | {c.spines} | {c.cores} | {ratios} | {c.bisection_gbps:g} | {c.max_hops} |")
-    lines += ["", "## Bill of materials", "", "| item | plane | tier | model | count |", "|---|---|---|---|---|"]
-    lines += [f"| {b.item} | {b.plane} | {b.tier} | {b.model} | {b.count} |" for b in plan.bom]
-    return "\n".join(lines) + "\n"
+                     f"{c.leaves} | {c.spines} | {c.cores} | {ratios} | {c.bisection_gbps:g} | {c.max_hops} | "
+                     f"{grows} |")
+    return "\n".join(lines + _failures_md(plan) + _bom_md(plan, costing)) + "\n"
+
+
+def _failures_md(plan: Plan) -> list[str]:
+    lines = ["", "## What one failure costs", "",
+             "The worst element of each kind per plane: nodes cut off (every cable of theirs on the plane gone), "
+             "bisection and per-rail bandwidth lost, node pairs that lose paths and those left with none.", "",
+             "| plane | lost | worst | nodes cut off | NIC ports cut off | bisection lost | rail lost | "
+             "pairs losing paths | pairs disconnected |", "|---|---|---|---|---|---|---|---|---|"]
+    for plane in _failures(plan):
+        for i in plane.impacts:
+            rail = "-" if i.rail_lost_pct is None else f"{i.rail_lost_pct:.3g} %"
+            lines.append(f"| {plane.plane} | {i.element} | {i.name} | {i.nodes_cut_off} | {i.nics_cut_off} | "
+                         f"{i.bisection_lost_pct:.3g} % | {rail} | {i.pairs_losing_paths} of {plane.pairs} | "
+                         f"{i.pairs_disconnected} |")
+    return lines
+
+
+def _bom_md(plan: Plan, costing: Costing | None) -> list[str]:
+    lines = ["", "## Bill of materials", ""]
+    if costing is None:
+        lines += ["| item | plane | tier | model | media | group | count |", "|---|---|---|---|---|---|---|"]
+        return lines + [f"| {b.item} | {b.plane} | {b.tier} | {b.model} | {b.media or ''} | {b.group or ''} | "
+                        f"{b.count} |" for b in plan.bom]
+    note = ": placeholder numbers, not prices" if costing.placeholder else ""
+    lines += [f"Prices in {costing.currency}{note}. Unpriced lines have no catalog entry; totals that include "
+              "one are unknown.", "", "| item | plane | tier | model | count | part | price | watts |",
+              "|---|---|---|---|---|---|---|---|"]
+    for p in costing.lines:
+        part, price, watts = (p.part.part, f"{p.price:,.0f}", f"{p.watts:,.0f}") if p.part else ("unpriced", "", "")
+        lines.append(f"| {p.line.item} | {p.line.plane} | {p.line.tier} | {p.line.model} | {p.line.count} | "
+                     f"{part} | {price} | {watts} |")
+    total = costing.total
+    lines.append(f"| total | | | | | | {_money(total.cost, total.unpriced)} | {_money(total.watts, total.unpriced)} |")
+    return lines
+
+
+def _money(value: float | None, unpriced: int) -> str:
+    return f"{value:,.0f}" if value is not None else f"unknown ({unpriced} unpriced)"
 
 
 def render_plan_json(plan: Plan) -> str:

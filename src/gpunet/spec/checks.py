@@ -8,6 +8,7 @@ from itertools import combinations
 from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 
 from gpunet.design.flows import port_conflicts
+from gpunet.design.media import cabling_problems
 from gpunet.errors import SpecProblem
 from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.spec import MTU_LIMITS, SWITCH_NAME, NodeGroup, PlaneName, Spec, nic_devices, plane_mtu
@@ -22,7 +23,7 @@ def spec_problems(spec: Spec) -> list[SpecProblem]:
     checks: tuple[Callable[[Spec], Problems], ...] = (
         _overlapping_subnets, _gateways, _mtus, _unknown_planes, _unused_planes,
         _unique_groups, _unique_nodes, _switch_named_nodes, _devices, _unique_interfaces, _unique_hcas, _bonds,
-        _nic_speeds, _subnet_sizes, _subnet6_sizes, _scheduler, _ports, _dual_homing,
+        _nic_speeds, _subnet_sizes, _subnet6_sizes, _scheduler, _ports, _dual_homing, cabling_problems,
     )
     return [problem for check in checks for problem in check(spec)]
 

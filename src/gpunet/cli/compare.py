@@ -1,0 +1,131 @@
+"""`gpunet compare`: designs side by side, and the design-decision lines of `gpunet plan`."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from gpunet.cli.console import cell, stderr, stdout
+from gpunet.cli.errors import handles_errors
+from gpunet.decide.catalog import Catalog, example_catalog_text, load_catalog
+from gpunet.decide.compare import Comparison, money, per_gpu, power, render_markdown
+from gpunet.decide.compare import compare as compare_designs
+from gpunet.decide.cost import Costing
+from gpunet.decide.failures import plan_failures
+from gpunet.decide.growth import plan_headroom
+from gpunet.errors import UsageError
+from gpunet.model.plan import Plan
+
+CatalogOption = Annotated[Path | None, typer.Option(
+    "--catalog", help="Parts catalog (YAML): part numbers, prices and watts; 'example' for the shipped one of "
+                      "placeholder numbers.", show_default=False)]
+
+
+def _example_catalog(value: bool) -> None:
+    if value:
+        print(example_catalog_text(), end="")
+        raise typer.Exit()
+
+
+@handles_errors
+def compare(
+    designs: Annotated[list[Path], typer.Argument(help="Two or more specs (YAML) or plan.json files.",
+                                                  show_default=False)],
+    catalog: CatalogOption = None,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print a Markdown table for a design review.")] = False,
+    example_catalog: Annotated[bool, typer.Option(
+        "--example-catalog", callback=_example_catalog, is_eager=True,
+        help="Print the shipped catalog (placeholder numbers, not prices) to start one from, and exit.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: every figure, and the rows.")] = False,
+) -> None:
+    """Designs side by side per plane: what they are built of, cost and draw, carry, how far they grow
+    and what one failure takes away; the rows that differ highlighted."""
+    from gpunet import api
+
+    del example_catalog
+    if len(designs) < 2:
+        raise UsageError(f"compare needs two or more designs (specs or plan.json files), got {len(designs)}")
+    parts = load_catalog(catalog) if catalog is not None else None
+    with stderr.status("designing and comparing…", spinner="dots"):
+        plans = [(name, api.load_plan(path)) for name, path in zip(_names(designs), designs, strict=True)]
+        result = compare_designs(plans, parts)
+    if as_json:
+        print(json.dumps(result.model_dump(mode="json"), indent=1))
+    elif markdown:
+        print(render_markdown(result), end="")
+    else:
+        _print(result)
+
+
+def _names(paths: list[Path]) -> list[str]:
+    """Each design's column title: its file name without the extension, or the path where two agree."""
+    stems = [p.stem for p in paths]
+    return [stem if stems.count(stem) == 1 else str(path) for stem, path in zip(stems, paths, strict=True)]
+
+
+def _print(result: Comparison) -> None:
+    notes = ["highlighted: differs between the designs"]
+    if result.placeholder:
+        notes.append("costs and power from placeholder numbers, not prices")
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, caption=" · ".join(notes))
+    table.add_column("", no_wrap=True)
+    for design in result.designs:
+        table.add_column(cell(design.name), overflow="fold")
+    section = ""
+    for row in result.rows:
+        if row.section != section:
+            section = row.section
+            table.add_row(Text(section, style="bold"), end_section=False)
+        style = "bold yellow" if row.differs else ""
+        table.add_row(Text(f"  {row.metric}", style=style), *(Text(v, style=style) for v in row.values))
+    stdout.print(table)
+
+
+def load_plan_catalog(path: Path | None) -> Catalog | None:
+    """`gpunet plan --catalog`: the catalog, read before the design starts (a bad one exits 2 first)."""
+    return load_catalog(path) if path is not None else None
+
+
+def print_decisions(plan: Plan, costing: Costing | None) -> None:
+    """`gpunet plan`'s lines below the capacity table: the bill of materials in brief, growth
+    headroom, what one failure costs per plane, and with a catalog the cost and power."""
+    units = Counter[str]()
+    for line in plan.bom:
+        units[line.item] += line.count
+    stdout.print(f"bill of materials (bom.csv): {units['switch']:,} switches · {units['nic']:,} NICs · "
+                 f"{units['cable']:,} cables and fibers · {units['transceiver']:,} transceivers")
+    stdout.print("growth headroom (nodes before a cable moves): " + ", ".join(
+        f"{plane} {'unknown' if n is None else f'{n:,}'}" for plane, n in plan_headroom(plan).items()))
+    table = Table(caption="one element lost, the worst of its kind · pairs: node pairs losing paths (left "
+                          "with none)", box=box.SIMPLE_HEAD, pad_edge=False)
+    for title in ("plane", "lost", "worst"):
+        table.add_column(title, no_wrap=title != "worst", overflow="fold")
+    for title in ("cut off", "bisection", "rail", "pairs"):
+        table.add_column(title, justify="right", no_wrap=True)
+    for failures in plan_failures(plan):
+        for i in failures.impacts:
+            rail = "-" if i.rail_lost_pct is None else f"−{i.rail_lost_pct:.3g}%"
+            table.add_row(failures.plane, i.element, cell(i.name), f"{i.nodes_cut_off:,}",
+                          f"−{i.bisection_lost_pct:.3g}%", rail, f"{i.pairs_losing_paths:,} ({i.pairs_disconnected:,})")
+    stdout.print(table)
+    if costing is not None:
+        _print_cost(costing)
+
+
+def _print_cost(costing: Costing) -> None:
+    label = f"{costing.currency}{', placeholder numbers, not prices' if costing.placeholder else ''}"
+    stdout.print(f"cost ({label}): {money(costing.total)} · per GPU {per_gpu(costing.total, costing.gpus)} · "
+                 f"power {power(costing.total)}")
+    for plane, totals in costing.planes.items():
+        stdout.print(f"  {plane}: {money(totals)} · {power(totals)}")
+    for line in costing.unpriced:
+        stderr.print(f"[yellow]unpriced[/yellow] {line.item} {escape(line.model)} x{line.count} ({line.plane}): "
+                     "not in the catalog", highlight=False)
