@@ -24,10 +24,11 @@ def small_plan() -> Plan:
 
 
 @contextmanager
-def built_lab(lab_id: str, plan: Plan | None = None, max_nodes: int = 16) -> Iterator[LabState]:
-    """A lab that is always taken down, whatever happens in the body."""
+def built_lab(lab_id: str, plan: Plan | None = None, max_nodes: int = 16, scale: float = 1.0) -> Iterator[LabState]:
+    """A lab that is always taken down, whatever happens in the body (`scale`: Mbit/s per plan
+    Gbit/s, as `lab up --scale`)."""
     try:
-        yield lab_up(plan or small_plan(), lab_id, max_nodes=max_nodes)
+        yield lab_up(plan or small_plan(), lab_id, max_nodes=max_nodes, scale=scale)
     finally:
         lab_down(lab_id)
 

@@ -11,7 +11,18 @@ import typer
 from gpunet.cli import fleet_files, fleet_runs
 from gpunet.cli.console import stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
-from gpunet.cli.fleet_options import FanoutOpt, JsonOpt, KeyOpt, LabOpt, NodesArg, PlanOpt, SshLabOpt, UserOpt, reach
+from gpunet.cli.fleet_options import (
+    ConnectTimeoutOpt,
+    FanoutOpt,
+    JsonOpt,
+    KeyOpt,
+    LabOpt,
+    NodesArg,
+    PlanOpt,
+    SshLabOpt,
+    UserOpt,
+    reach,
+)
 from gpunet.fleet import FleetResult
 
 app = typer.Typer(help="Run commands on many nodes through ClusterShell; copy files, capture packets.",
@@ -24,7 +35,7 @@ def run_(
     nodes: NodesArg,
     command: Annotated[list[str], typer.Argument(help="Command and arguments (after --).")],
     lab: LabOpt = None, ssh_lab: SshLabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
-    fanout: FanoutOpt = 64,
+    fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10,
     timeout: Annotated[float, typer.Option(help="Seconds per command.")] = 600,
     detach: Annotated[str | None, typer.Option(
         "--detach", metavar="NAME", help="Start it detached on each node (tmux, a systemd unit, or setsid) and "
@@ -36,7 +47,7 @@ def run_(
 ) -> None:
     """Run CMD on NODESET; prints each distinct outcome once with the folded node names."""
     wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout,
-                           timeout=timeout)
+                           timeout=timeout, connect_timeout=connect_timeout)
     if detach is not None:
         transport = {"lab": lab, "ssh_lab": ssh_lab, "plan": str(plan.resolve()) if plan else None, "user": user,
                      "key": str(key.resolve()) if key else None}

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from gpunet.cli.console import cell, stderr, stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
 from gpunet.cli.fleet_options import (
+    ConnectTimeoutOpt,
     FanoutOpt,
     JsonOpt,
     KeyOpt,
@@ -75,7 +76,8 @@ def copy(
     source: Annotated[Path, typer.Argument(help="A file or directory here.")],
     dest: Annotated[str, typer.Argument(help="The directory on every node (absolute); SOURCE lands as DEST/NAME.")],
     lab: LabOpt = None, ssh_lab: SshLabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
-    fanout: FanoutOpt = 64, compress: CompressOpt = "auto", timeout: TimeoutOpt = 0, as_json: JsonOpt = False,
+    fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10, compress: CompressOpt = "auto",
+    timeout: TimeoutOpt = 0, as_json: JsonOpt = False,
 ) -> None:
     """Copy SOURCE to DEST on every node, checked with sha256 there.
 
@@ -83,7 +85,8 @@ def copy(
     mode), unpacked beside DEST on each node, checked, then renamed into place."""
     from gpunet.fleet.transfer import copy_to
 
-    wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout)
+    wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout,
+                           connect_timeout=connect_timeout)
     with TransferProgress() as progress:
         result = copy_to(runner, wanted, source, dest, compress=compress, progress=progress, timeout=timeout)
     _finish(result, as_json)
@@ -95,7 +98,8 @@ def gather(
     source: Annotated[str, typer.Argument(help="A file or directory on every node (absolute path).")],
     out: Annotated[Path, typer.Argument(help="Directory here: each node's copy lands as OUT/<node>/<name>.")],
     lab: LabOpt = None, ssh_lab: SshLabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
-    fanout: FanoutOpt = 64, compress: CompressOpt = "auto", timeout: TimeoutOpt = 0, as_json: JsonOpt = False,
+    fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10, compress: CompressOpt = "auto",
+    timeout: TimeoutOpt = 0, as_json: JsonOpt = False,
 ) -> None:
     """Fetch SOURCE from every node into OUT/<node>/, checked with sha256 here.
 
@@ -103,7 +107,8 @@ def gather(
     staging directory here (nothing outside it), checked, then renamed into place."""
     from gpunet.fleet.transfer import gather_from
 
-    wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout)
+    wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout,
+                           connect_timeout=connect_timeout)
     with TransferProgress() as progress:
         result = gather_from(runner, wanted, source, out, compress=compress, progress=progress, timeout=timeout)
     _finish(result, as_json)
@@ -124,7 +129,7 @@ def capture(
     snaplen: Annotated[int, typer.Option("--snaplen", help="Bytes kept per packet (0: all).")] = 0,
     limit: Annotated[float, typer.Option("--limit", help="Seconds a --count-only capture may take.")] = 600,
     lab: LabOpt = None, ssh_lab: SshLabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
-    fanout: FanoutOpt = 64, as_json: JsonOpt = False,
+    fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10, as_json: JsonOpt = False,
 ) -> None:
     """Capture packets with tcpdump on NODESET, bounded, into OUT/<node>.<iface>.pcap.
 
@@ -133,7 +138,8 @@ def capture(
     from gpunet.fleet.capture import capture as run_capture
     from gpunet.fleet.capture import capture_plan
 
-    wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout)
+    wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout,
+                           connect_timeout=connect_timeout)
     interfaces, expression, seconds = capture_plan(
         wanted, plan_of(plan, lab or ssh_lab), iface=iface or [], plane=plane, between=between, bpf=bpf,
         count=count, duration=duration, limit=limit)

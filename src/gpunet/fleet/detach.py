@@ -22,7 +22,7 @@ from gpunet.errors import UsageError
 from gpunet.fleet import ClusterShellRunner, NodeOutcome
 from gpunet.fleet.detach_scripts import ATTACH, FOLLOW, START, STATUS, STOP
 from gpunet.fleet.steps import NodeLine, run_each, target_of
-from gpunet.fleet.transfer import why
+from gpunet.fleet.transfer import SSH_FAILED, why
 from gpunet.model.base import Frozen
 from gpunet.model.nodeset import fold
 
@@ -31,7 +31,6 @@ VIA = ("auto", "tmux", "systemd", "setsid")
 RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 STATE_PATH = re.compile(r"(~/|/)[A-Za-z0-9_./-]{0,200}")
 State = Literal["running", "done", "stopped", "lost", "missing", "error", "unreachable"]
-SSH_FAILED = 255  # ssh's own exit status: the node was not reached
 
 
 class RunState(Frozen):

@@ -96,7 +96,7 @@ exit 0
 # Follows the output until the run ends (tail --pid), then prints the status line.
 FOLLOW = _PRELUDE + r"""
 [ -d "$dir" ] || { echo "gpunet: no run $name here" >&2; exit 2; }
-if [ "$(state)" = running ]; then tail -n +1 -f --pid="$(cat "$dir/pid")" "$dir/output"
+if [ "$(state)" = running ]; then tail -n +1 -s 0.3 -f --pid="$(cat "$dir/pid")" "$dir/output"
 else cat "$dir/output" 2>/dev/null
 fi
 """
@@ -107,7 +107,7 @@ ATTACH = _PRELUDE + r"""
 if [ "$(cat "$dir/via")" = tmux ] && tmux -S "$dir/tmux.sock" has-session -t "gpunet-$name" 2>/dev/null; then
   exec tmux -S "$dir/tmux.sock" attach-session -t "gpunet-$name"
 fi
-if [ "$(state)" = running ]; then exec tail -n +1 -f --pid="$(cat "$dir/pid")" "$dir/output"; fi
+if [ "$(state)" = running ]; then exec tail -n +1 -s 0.3 -f --pid="$(cat "$dir/pid")" "$dir/output"; fi
 cat "$dir/output" 2>/dev/null
 echo "gpunet: run $name is $(state)$( [ -f "$dir/rc" ] && echo ", exit $(cat "$dir/rc")")"
 """

@@ -35,6 +35,7 @@ from gpunet.render.write import output_root
 Phase = Callable[[str, int, int], None]  # phase ("pack" in bytes, else nodes), done, total
 Placer = Callable[[str, Path], str]  # node, unpacked path -> where it now is
 COMPRESS_CHOICES = ("auto", *COMPRESSORS)
+SSH_FAILED = 255  # ssh's and scp's status when the node was not reached
 
 
 class TransferOutcome(Frozen):
@@ -85,10 +86,12 @@ def remote_path(text: str, what: str) -> str:
 
 
 def why(outcome: NodeOutcome) -> str:
-    """One line for a failed step: the script's own `gpunet:` message, else the tool's last line."""
+    """One line for a failed step: the script's own `gpunet:` message, else ssh's (scp says only
+    "Connection closed" after it), else the tool's last line."""
     lines = [line.strip() for line in outcome.stderr.splitlines() if line.strip()]
     ours = [line.removeprefix("gpunet: ") for line in lines if line.startswith("gpunet: ")]
-    text = ours[-1] if ours else lines[-1] if lines else outcome.error or f"exit {outcome.rc}"
+    ssh = [line for line in lines if line.startswith("ssh: ")]
+    text = (ours or ssh or lines or [outcome.error or f"exit {outcome.rc}"])[-1]
     return text[:300]
 
 
@@ -127,10 +130,11 @@ def copy_to(runner: ClusterShellRunner, nodes: NodeSet, source: Path, dest: str,
         remote = {n: posixpath.join(dest, f".gpunet-copy-{run_id}-{n}") for n in nodes}
         sent = copy_each(shared, {n: (str(packed.archive), remote[n]) for n in nodes}, timeout=timeout,
                          on_done=_tick(progress, "send", len(nodes)))
+        reached = [n for n in nodes if sent[n].rc not in (None, SSH_FAILED)]  # a dead node is not tried twice
         finished = run_each(shared, {n: ["sh", "-c", COPY_FINISH, "gpunet-copy", remote[n], dest, source.name,
-                                         compress] for n in nodes},
-                            timeout=timeout, on_done=_tick(progress, "check", len(nodes)))
-    outcomes = {n: _copy_outcome(n, sent[n], finished[n]) for n in nodes}
+                                         compress] for n in reached},
+                            timeout=timeout, on_done=_tick(progress, "check", len(reached)))
+    outcomes = {n: _copy_outcome(n, sent[n], finished.get(n)) for n in nodes}
     return TransferResult(operation="copy", source=str(source), dest=dest, files=packed.files, bytes=packed.bytes,
                           packed_bytes=packed.packed_bytes, compress=compress,
                           seconds=round(time.monotonic() - start, 3), outcomes=outcomes)
@@ -143,7 +147,9 @@ def _size(source: Path) -> int:
     return sum(Path(top, f).lstat().st_size for top, _, files in os.walk(real) for f in files)
 
 
-def _copy_outcome(node: str, sent: NodeOutcome, finished: NodeOutcome) -> TransferOutcome:
+def _copy_outcome(node: str, sent: NodeOutcome, finished: NodeOutcome | None) -> TransferOutcome:
+    if finished is None:
+        return TransferOutcome(node=node, ok=False, error=why(sent))
     if finished.rc == 0:
         return TransferOutcome(node=node, ok=True, path=finished.stdout.strip().splitlines()[-1])
     if sent.rc != 0:  # "no directory DEST here" says more than scp's message about a temporary name

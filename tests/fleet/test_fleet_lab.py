@@ -1,0 +1,183 @@
+"""The laptop's day against the lab over real SSH (one lab for the module, shaped at 100 Mbit/s per
+plan Gbit/s): files to and from 8 servers, a server unreachable, a detached run that outlives the
+admin side, a capture of an iperf3 flow, and the rendered ssh_config through a lab bastion.
+
+The lab's servers share one filesystem: a copy to 8 servers renames 8 checked copies onto one
+path, and a gather reads it back once per server."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from ClusterShell.NodeSet import NodeSet
+
+from gpunet import api
+from gpunet.fleet.transfer import copy_to, gather_from
+from gpunet.lab.faults import apply_fault, heal
+from gpunet.lab.state import LabState
+from tests.lab.helpers import built_lab, lab_address, server_process
+
+LAB = "fl"
+SERVERS = NodeSet("gpu[1-8]")
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[LabState]:
+    with built_lab(LAB, scale=100) as state:
+        yield state
+
+
+def gpunet(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gpunet", *args], capture_output=True, text=True, timeout=timeout,
+                          check=False, env={**os.environ, **(env or {})})
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_copy_to_every_server_and_gather_back_over_ssh(lab: LabState, tmp_path: Path) -> None:
+    del lab
+    source, dest, out = tmp_path / "weights.bin", tmp_path / "dest", tmp_path / "out"
+    source.write_bytes(os.urandom(3_000_000))
+    dest.mkdir()
+    runner = api.fleet_runner(ssh_lab=LAB)
+    copied = copy_to(runner, SERVERS, source, str(dest))
+    assert copied.failed == [] and {o.path for o in copied.outcomes.values()} == {str(dest / "weights.bin")}
+    assert _sha(dest / "weights.bin") == _sha(source) and [p.name for p in dest.iterdir()] == ["weights.bin"]
+    gathered = gather_from(runner, SERVERS, str(dest / "weights.bin"), out)
+    assert gathered.failed == [] and gathered.bytes == 8 * 3_000_000
+    assert {_sha(out / node / "weights.bin") for node in SERVERS} == {_sha(source)}
+    assert sorted(p.name for p in out.iterdir()) == list(SERVERS)  # no staging left
+
+
+def test_an_unreachable_server_is_reported_and_the_others_complete(lab: LabState, tmp_path: Path) -> None:
+    del lab
+    source, dest = tmp_path / "config.tar", tmp_path / "dest"
+    source.write_bytes(os.urandom(200_000))
+    dest.mkdir()
+    apply_fault(LAB, "gpu8:eth0", "down")
+    try:
+        done = gpunet("fleet", "copy", "gpu[1-8]", "--ssh-lab", LAB, str(source), str(dest), "--connect-timeout",
+                      "2", "--json")
+    finally:
+        heal(LAB)
+    assert done.returncode == 1, done.stderr
+    groups = {g["nodes"]: (g["ok"], g["error"]) for g in json.loads(done.stdout)["groups"]}
+    assert groups.keys() == {"gpu[1-7]", "gpu8"} and groups["gpu[1-7]"] == (True, None)
+    assert "ssh: connect to host" in groups["gpu8"][1], groups
+    assert _sha(dest / "config.tar") == _sha(source)
+
+
+def _descendants(pid: int) -> list[int]:
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [int(c) for c in children] + [d for c in children for d in _descendants(int(c))]
+
+
+def test_a_detached_run_survives_the_admin_side_being_killed(lab: LabState, tmp_path: Path) -> None:
+    """The issue's 60 s job, shortened to 3 s: started with --follow (gpunet holds one SSH
+    connection per server), gpunet and its ssh processes SIGKILLed by PID mid-run, then `fleet
+    status NAME` from a fresh process (its record names the nodes) sees every server finish."""
+    del lab
+    env = {"XDG_STATE_HOME": str(tmp_path / "admin")}
+    job = "echo begin $(hostname); sleep 3; echo end $(hostname)"
+    starts = {name: subprocess.Popen(
+        [sys.executable, "-m", "gpunet", "fleet", "run", nodes, "--ssh-lab", LAB, "--detach", name, "--via", via,
+         "--state-dir", str(tmp_path / "runs"), "--follow", "--", "sh", "-c", job],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ, **env})
+        for name, nodes, via in (("survive-t", "gpu[1-4]", "tmux"), ("survive-s", "gpu[5-8]", "setsid"))}
+    for name, process in starts.items():
+        assert process.stdout is not None
+        seen = [process.stdout.readline() for _ in range(4)]  # each server's first line, streamed
+        assert all(": begin gpu" in line for line in seen), (name, seen)
+        victims = [process.pid, *_descendants(process.pid)]
+        for pid in victims:
+            os.kill(pid, signal.SIGKILL)
+        process.wait(timeout=10)
+        assert not any(Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in victims)
+    checks = {nodes: subprocess.Popen(
+        [sys.executable, "-m", "gpunet", "fleet", "status", name, "--wait", "30", "--lines", "-1", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, **env})
+        for name, nodes in (("survive-t", "gpu[1-4]"), ("survive-s", "gpu[5-8]"))}
+    for nodes, check in checks.items():
+        out, err = check.communicate(timeout=60)
+        assert check.returncode == 0, out + err
+        states = {n: g for g in json.loads(out)["groups"] for n in NodeSet(g["nodes"])}
+        assert set(states) == set(NodeSet(nodes))
+        assert all((g["state"], g["rc"], g["output"]) == ("done", 0, f"begin {n}\nend {n}") for n, g in states.items())
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
+    except (OSError, IndexError):
+        return "gone"
+
+
+def test_capture_100_packets_of_an_iperf3_flow(lab: LabState, tmp_path: Path) -> None:
+    server, client = lab_address(lab, "gpu2", "ens1"), lab_address(lab, "gpu1", "ens1")
+    with server_process(LAB, "gpu2", "iperf3", "-s", "-B", server), \
+            server_process(LAB, "gpu1", "sh", "-c", f"sleep 0.5; iperf3 -c {server} -t 30"):
+        done = gpunet("fleet", "capture", "gpu[1-2]", "--ssh-lab", LAB, "--plane", "compute", "--between",
+                      "gpu1,gpu2", "--count", "100", "--duration", "20", "-o", str(tmp_path), "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcomes = json.loads(done.stdout)["outcomes"]
+    assert {n: o["packets"] for n, o in outcomes.items()} == {"gpu1": {"ens1": 100}, "gpu2": {"ens1": 100}}
+    for node in ("gpu1", "gpu2"):
+        read = subprocess.run(["tcpdump", "-n", "-r", str(tmp_path / f"{node}.ens1.pcap")], capture_output=True,
+                              text=True, check=True).stdout.splitlines()
+        assert len(read) == 100 and all(server in line and client in line for line in read), read[:3]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpu1.ens1.pcap", "gpu2.ens1.pcap"]
+
+
+def test_the_rendered_ssh_config_reaches_every_server_through_a_lab_bastion(lab: LabState, tmp_path: Path) -> None:
+    config = tmp_path / "ssh_config"
+    assert gpunet("lab", "ssh-config", "--id", LAB, "--bastion", "gpu8", "-o", str(config)).returncode == 0
+    try:
+        done = subprocess.run(["ssh", "-F", str(config), "gpu1", "hostname; echo $SSH_CONNECTION"],
+                              capture_output=True, text=True, timeout=30, check=False)
+        assert done.returncode == 0, done.stderr
+        hostname, connection = done.stdout.split("\n")[:2]
+        assert hostname == "gpu1" and connection.split()[0] == lab.mgmt_addresses["gpu8"]  # came from the bastion
+        vscode = _as_vscode(config, "gpu3")  # Remote-SSH's own command line, through the user's config
+        assert vscode.returncode == 0 and vscode.stdout.split() == ["gpu3", "ok"], vscode.stderr
+    finally:
+        for host in ("gpu1", "gpu3", "gpu8"):  # the ControlPersist masters this test started
+            subprocess.run(["ssh", "-F", str(config), "-O", "exit", host], capture_output=True, timeout=10,
+                           check=False)
+    for node in SERVERS:
+        got = subprocess.run(["ssh", "-G", "-F", str(config), node], capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+        assert f"hostname {lab.mgmt_addresses[node]}" in got and "serveraliveinterval 30" in got
+        assert ("proxyjump gpu8" in got) == (node != "gpu8") and "user root" in got
+
+
+def _as_vscode(config: Path, host: str) -> subprocess.CompletedProcess[str]:
+    """How VS Code Remote-SSH connects: `ssh -T -D <port> <host> bash`, a script on stdin, with
+    the user's ~/.ssh/config (here a file that includes the rendered one, as the README says)."""
+    users = config.with_name("users_config")
+    users.write_text(f"Match all\nInclude {config}\n")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return subprocess.run(["ssh", "-F", str(users), "-T", "-D", f"127.0.0.1:{port}", "-o", "ConnectTimeout=15", host,
+                           "bash"], input="hostname; echo ok\n", capture_output=True, text=True, timeout=30,
+                          check=False)
+
+
+def test_nothing_of_the_runs_is_left_on_the_admin_side(lab: LabState) -> None:
+    del lab
+    time.sleep(0.2)
+    left = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    assert f"labs/{LAB}/cm-" not in left and "gpunet-cm-" not in left

@@ -1,0 +1,192 @@
+"""fleet copy and gather without a lab: the same ClusterShell path through the local exec transport
+(this machine plays every node), the scripts nodes run, and the refusals."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+from ClusterShell.NodeSet import NodeSet
+from typer.testing import CliRunner
+
+from gpunet.cli.main import app
+from gpunet.errors import ParseError, UsageError
+from gpunet.fleet import local_runner
+from gpunet.fleet.pack import TransferRefused, manifest_line, pack, parse_manifest, unpack
+from gpunet.fleet.scripts import COPY_FINISH
+from gpunet.fleet.transfer import copy_to, gather_from, remote_path
+
+
+def _tree(root: Path) -> Path:
+    source = root / "model"
+    (source / "shards").mkdir(parents=True)
+    (source / "shards" / "a.bin").write_bytes(os.urandom(300_000))
+    (source / "config.json").write_text('{"layers": 4}\n' * 1000)
+    (source / "empty").write_bytes(b"")
+    (source / "latest").symlink_to("shards/a.bin")
+    return source
+
+
+def _digests(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+def test_copy_then_gather_through_the_exec_transport(tmp_path: Path) -> None:
+    source, dest, out = _tree(tmp_path), tmp_path / "dest", tmp_path / "out"
+    dest.mkdir()
+    copied = copy_to(local_runner(), NodeSet("n1"), source, str(dest))
+    assert copied.failed == [] and copied.files == 3 and copied.compress in ("zstd", "gzip")
+    assert copied.packed_bytes < copied.bytes  # the JSON compresses
+    assert _digests(dest / "model") == _digests(source) and os.readlink(dest / "model" / "latest") == "shards/a.bin"
+    assert sorted(p.name for p in dest.iterdir()) == ["model"]  # no staging left beside it
+    gathered = gather_from(local_runner(), NodeSet("n[1-2]"), str(dest / "model"), out)
+    assert gathered.failed == [] and gathered.files == 6
+    assert _digests(out / "n1" / "model") == _digests(out / "n2" / "model") == _digests(source)
+    assert sorted(p.name for p in out.iterdir()) == ["n1", "n2"]
+
+
+def test_a_second_copy_replaces_the_first_whole(tmp_path: Path) -> None:
+    source, dest = _tree(tmp_path), tmp_path / "dest"
+    dest.mkdir()
+    (dest / "model").mkdir()
+    (dest / "model" / "stale").write_text("old")
+    assert copy_to(local_runner(), NodeSet("n1"), source, str(dest)).failed == []
+    assert not (dest / "model" / "stale").exists() and _digests(dest / "model") == _digests(source)
+    single = tmp_path / "weights.bin"
+    single.write_bytes(os.urandom(1000))
+    for _ in range(2):  # a file over a file: one rename
+        assert copy_to(local_runner(), NodeSet("n1"), single, str(dest), compress="none").failed == []
+    assert (dest / "weights.bin").read_bytes() == single.read_bytes()
+
+
+def test_a_missing_destination_directory_is_named(tmp_path: Path) -> None:
+    result = copy_to(local_runner(), NodeSet("n1"), _tree(tmp_path), str(tmp_path / "nowhere"))
+    assert result.failed == ["n1"] and "no directory" in (result.outcomes["n1"].error or "")
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_a_file_that_vanishes_while_it_is_packed_stops_the_copy(tmp_path: Path) -> None:
+    source, dest = _tree(tmp_path), tmp_path / "dest"
+    dest.mkdir()
+    doomed = source / "zz.bin"  # listed with config.json, read after it
+    doomed.write_bytes(b"x" * 10)
+
+    def vanish(phase: str, done: int, total: int) -> None:
+        del phase, done, total
+        doomed.unlink(missing_ok=True)  # the first progress report: mid-copy
+
+    with pytest.raises(UsageError, match="vanished while it was being packed"):
+        copy_to(local_runner(), NodeSet("n1"), source, str(dest), progress=vanish)
+    assert list(dest.iterdir()) == []
+
+
+def test_a_file_that_changes_while_it_is_read_is_refused(tmp_path: Path) -> None:
+    source = tmp_path / "log.txt"
+    source.write_bytes(b"a" * 3_000_000)
+
+    def grow(done: int) -> None:
+        if done < 2_000_000:
+            with source.open("ab") as handle:
+                handle.write(b"more")
+
+    with pytest.raises(UsageError, match="changed while it was being packed"):
+        pack(source, tmp_path / "archive", "none", grow)
+
+
+def test_a_damaged_archive_leaves_nothing_under_the_final_name(tmp_path: Path) -> None:
+    """The node side (COPY_FINISH) checks sha256 before the rename."""
+    source, dest = tmp_path / "data.bin", tmp_path / "dest"
+    source.write_bytes(os.urandom(50_000))
+    dest.mkdir()
+    archive = dest / ".gpunet-copy-test"
+    pack(source, archive, "none")
+    raw = bytearray(archive.read_bytes())
+    raw[raw.index(source.read_bytes()[:64]) + 100] ^= 0xFF  # inside the file's data: tar cannot tell
+    archive.write_bytes(bytes(raw))
+    done = subprocess.run(["sh", "-c", COPY_FINISH, "t", str(archive), str(dest), "data.bin", "none"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 1 and "checksum mismatch" in done.stderr
+    assert list(dest.iterdir()) == []
+
+
+def _tar(members: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        for name, target in (links or {}).items():
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname = tarfile.SYMTYPE, target
+            tar.addfile(info)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(("members", "links", "why"), [
+    ({"x/../../escape": b"evil"}, None, "outside|escape|outside its directory"),
+    ({"x/ok": b"fine", "other": b"evil"}, None, "outside 'x'"),
+    ({"x/ok": b"fine"}, {"x/link": "/etc/passwd"}, "outside its directory"),
+])
+def test_a_nodes_archive_cannot_write_outside_its_directory(tmp_path: Path, members: dict[str, bytes],
+                                                             links: dict[str, str] | None, why: str) -> None:
+    archive = tmp_path / "a.tar"
+    archive.write_bytes(_tar(members, links))
+    manifest = {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}
+    with pytest.raises(TransferRefused, match=why):
+        unpack(archive, tmp_path / "stage", "none", "x", manifest)
+    assert not (tmp_path / "escape").exists() and not (tmp_path / "other").exists()
+
+
+def test_a_file_the_node_did_not_list_or_altered_is_refused(tmp_path: Path) -> None:
+    archive = tmp_path / "a.tar"
+    archive.write_bytes(_tar({"x/a": b"one", "x/b": b"two"}))
+    with pytest.raises(TransferRefused, match="unlisted"):
+        unpack(archive, tmp_path / "s1", "none", "x", {"x/a": hashlib.sha256(b"one").hexdigest()})
+    wrong = {"x/a": hashlib.sha256(b"one").hexdigest(), "x/b": hashlib.sha256(b"xxx").hexdigest()}
+    with pytest.raises(TransferRefused, match="checksum mismatch: x/b"):
+        unpack(archive, tmp_path / "s2", "none", "x", wrong)
+
+
+def test_manifest_lines_are_sha256sums_own(tmp_path: Path) -> None:
+    """Names with a backslash round-trip through the real sha256sum (-c reads our lines)."""
+    (tmp_path / "a\\b").write_text("x")
+    (tmp_path / "plain name").write_text("y")
+    ours = "".join(manifest_line(hashlib.sha256(p.read_bytes()).hexdigest(), p.name)
+                   for p in sorted(tmp_path.iterdir()))
+    theirs = subprocess.run(["sha256sum", "a\\b", "plain name"], cwd=tmp_path, capture_output=True, text=True,
+                            check=True).stdout
+    assert ours == theirs
+    assert parse_manifest(theirs) == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in tmp_path.iterdir()}
+    with pytest.raises(ParseError):
+        parse_manifest("not a checksum line")
+    with pytest.raises(UsageError, match="line break"):
+        manifest_line("0" * 64, "a\nb")
+
+
+@pytest.mark.parametrize(("path", "why"), [
+    ("data/x", "absolute"), ("/data/../etc", r"'\.\.'"), ("/data/x\n", "control"), ("~/x", "absolute")])
+def test_remote_paths_are_taken_as_named(path: str, why: str) -> None:
+    with pytest.raises(UsageError, match=why):
+        remote_path(path, "destination")
+    assert remote_path("/data//models/", "destination") == "/data/models"
+
+
+@pytest.mark.parametrize("argv", [
+    ["copy", "n1", "{src}", "../outside"],
+    ["copy", "n[1-2]!n[1-2]", "{src}", "/tmp"],
+    ["gather", "n1", "/var/log/../../etc/shadow", "{out}"],
+    ["copy", "n1", "{missing}", "/tmp"],
+])
+def test_bad_input_is_exit_2_with_one_line(tmp_path: Path, argv: list[str]) -> None:
+    names = {"src": str(_tree(tmp_path)), "out": str(tmp_path / "out"), "missing": str(tmp_path / "nothing")}
+    done = CliRunner().invoke(app, ["fleet", *[a.format(**names) for a in argv], "--json"])
+    assert done.exit_code == 2, done.output
+    assert json.loads(done.stdout)["error"] == "UsageError"  # one message, no traceback
