@@ -6,15 +6,23 @@ from pathlib import Path
 
 import pytest
 
-from gpunet.bench.compare import DEFAULT_RULES_YAML, Rule, compare, compare_runs, load_rules, parse_rules
+from gpunet.bench.compare import (
+    DEFAULT_RULES_YAML,
+    FAILING,
+    Rule,
+    compare,
+    compare_runs,
+    load_rules,
+    parse_rules,
+)
 from gpunet.bench.store import Measurement, save_run
 from gpunet.errors import UsageError
 
 
 def m(source: str, destination: str, value: float, *, metric: str = "throughput", plane: str = "compute",
-      rail: int | None = None) -> Measurement:
+      rail: int | None = None, status: str = "ok", reason: str | None = None) -> Measurement:
     return Measurement(source=source, destination=destination, plane=plane, metric=metric, value=value,
-                       unit="Gb/s", expected=100.0, status="ok", rail=rail)
+                       unit="Gb/s", expected=100.0, status=status, rail=rail, reason=reason)
 
 
 DEFAULTS = load_rules(None)
@@ -31,6 +39,22 @@ def test_variance_and_verdicts_by_the_default_rules() -> None:
     assert (rows["b", "d"].baseline, rows["b", "d"].variance, rows["b", "d"].verdict) == (None, None, "new")
     assert (rows["c", "d"].variance, rows["c", "d"].verdict) == (None, "new")  # a failed (zero) baseline
     assert list(rows) == sorted(rows)
+
+
+def test_inconclusive_is_shown_apart_and_missing_fails() -> None:
+    saturated = "server c: runnable tasks waited for a CPU 97 % of the window (limit 50 %)"
+    baseline = [m("a", "b", 100), m("a", "c", 100), m("a", "d", 100, status="inconclusive", reason=saturated),
+                m("b", "c", 100), m("c", "d", 100)]
+    current = [m("a", "b", 60, status="inconclusive", reason=saturated), m("a", "c", 98), m("a", "d", 60),
+               m("c", "d", 99, status="inconclusive", reason=saturated), m("c", "d", 98, status="ok")]
+    rows = {(r.source, r.destination): r for r in compare(baseline, current, DEFAULTS)}
+    assert {k: r.verdict for k, r in rows.items()} == {("a", "b"): "inconclusive", ("a", "c"): "ok",
+                                                      ("a", "d"): "inconclusive", ("b", "c"): "missing",
+                                                      ("c", "d"): "ok"}
+    assert rows["a", "b"].reason == f"current: {saturated}" and rows["a", "b"].variance == pytest.approx(-0.4)
+    assert rows["a", "d"].reason == f"baseline: {saturated}"  # no evidence to regress from
+    assert rows["c", "d"].current == 98 and rows["c", "d"].reason is None  # the conclusive repeat counts
+    assert [r.verdict for r in rows.values() if r.verdict in FAILING] == ["missing"]
 
 
 def test_latency_is_judged_upward_by_default() -> None:

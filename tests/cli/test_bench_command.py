@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpunet import api
+from gpunet.bench.health import EndHealth
 from gpunet.bench.store import Measurement, save_run
 from gpunet.cli.main import app
 
@@ -17,9 +18,12 @@ runner = CliRunner()
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
-def m(source: str, destination: str, value: float, status: str = "ok") -> Measurement:
+def m(source: str, destination: str, value: float, status: str = "ok", *, reason: str | None = None,
+      attempts: int = 1) -> Measurement:
     return Measurement(source=source, destination=destination, plane="compute", metric="throughput", value=value,
-                       unit="Gb/s", expected=10.0, status=status, raw="{}")
+                       unit="Gb/s", expected=10.0, status=status, raw="{}", reason=reason, attempts=attempts,
+                       health=(EndHealth(node=source, role="client", seconds=4.0, cpu_pressure=0.9 if reason else 0.01,
+                                         busy=0.5, steal=0.0, cpus=2),))
 
 
 @pytest.fixture
@@ -60,15 +64,29 @@ def test_compare_flags_the_regression_and_exits_1(db: Path) -> None:
                                                           ("b", "c"): "fail"}
     assert rows["b", "c"]["variance"] == pytest.approx(-0.3)
     table = runner.invoke(app, ["bench", "compare", "1", "2", "--db", str(db)], terminal_width=200)
-    assert "-30.0 %" in table.stdout and "-7.0 %" in table.stdout and "1 fail, 1 warn, 1 missing" in table.stdout
+    assert "-30.0 %" in table.stdout and "-7.0 %" in table.stdout and "1 fail, 1 missing, 1 warn" in table.stdout
 
 
-def test_compare_by_a_looser_rules_file_passes(db: Path, tmp_path: Path) -> None:
+def test_compare_by_a_looser_rules_file_still_fails_on_the_missing_pair(db: Path, tmp_path: Path) -> None:
     rules = tmp_path / "rules.yaml"
     rules.write_text("rules:\n  - metric: throughput\n    warn_below: -0.05\n    fail_below: -0.50\n")
     result = runner.invoke(app, ["bench", "compare", "1", "2", "--db", str(db), "--rules", str(rules), "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # a-b is missing: the run no longer covers the fabric
     assert sorted(r["verdict"] for r in json.loads(result.stdout)) == ["missing", "warn", "warn"]
+    save_run(db, plan_hash="h", tool="iperf3", pattern="all-pairs", arguments="plane=compute",
+             measurements=[m("a", "b", 8.9), m("a", "c", 8.37), m("b", "c", 6.3, "low")])
+    covered = runner.invoke(app, ["bench", "compare", "1", "3", "--db", str(db), "--rules", str(rules)])
+    assert covered.exit_code == 0, covered.output
+
+
+def test_compare_shows_an_inconclusive_pair_apart_and_says_why(db: Path) -> None:
+    why = "server c: runnable tasks waited for a CPU 96 % of the window (limit 50 %)"
+    save_run(db, plan_hash="h", tool="iperf3", pattern="all-pairs", arguments="plane=compute",
+             measurements=[m("a", "b", 9.0), m("a", "c", 9.0), m("b", "c", 5.0, "inconclusive", reason=why)])
+    result = runner.invoke(app, ["bench", "compare", "1", "3", "--db", str(db)])
+    assert result.exit_code == 0, result.output  # not a regression: nothing to judge it by
+    assert "1 inconclusive, 2 ok" in result.stdout
+    assert f"inconclusive b -> c: current: {why}" in result.stdout
 
 
 def test_compare_with_a_bad_rules_file_or_run_exits_2(db: Path, tmp_path: Path) -> None:
@@ -120,3 +138,64 @@ def test_an_nccl_run_shows_its_job_line_and_has_no_heat_map(tmp_path: Path) -> N
     assert "all_reduce_perf over gpu[1-2]: average bus bandwidth 70.7 GB/s ok" in shown.stdout
     drawn = runner.invoke(app, ["bench", "show", "1", "--db", str(path), "--png", str(tmp_path / "x.png")])
     assert drawn.exit_code == 2 and "no matrix to draw" in drawn.output and not (tmp_path / "x.png").exists()
+
+
+def test_run_says_its_rounds_on_stderr_and_its_retries_and_health_in_json(db: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    why = "server b: runnable tasks waited for a CPU 93 % of the window (limit 50 %)"
+    calls: dict[str, object] = {}
+
+    def measured(**arguments: object) -> tuple[int, list[Measurement]]:
+        calls.update(arguments)
+        say = arguments["progress"]
+        for done, what in enumerate(["round 1/2: 1 pairs", "round 2/2: 1 pairs", "2 rounds measured",
+                                     "retry 1/2: a -> b"]):
+            say(done, 2, what)  # type: ignore[operator]
+        results = [m("a", "b", 9.5, attempts=2), m("a", "c", 9.6, "inconclusive", reason=why, attempts=2),
+                   m("b", "c", 9.7)]
+        return save_run(arguments["db"], plan_hash="h", tool="iperf3", pattern="all-pairs",  # type: ignore[arg-type]
+                        arguments="plane=compute", measurements=results), results
+
+    monkeypatch.setattr(api, "bench", measured)
+    result = runner.invoke(app, ["bench", "run", "--db", str(db), "--json", "--retry-inconclusive", "2"])
+    assert result.exit_code == 1, result.output  # an inconclusive pair is not a pass
+    assert calls["retry_inconclusive"] == 2
+    assert result.stderr.splitlines() == ["round 1/2: 1 pairs", "round 2/2: 1 pairs", "2 rounds measured",
+                                          "retry 1/2: a -> b"]
+    body = json.loads(result.stdout)
+    assert (body["retried"], body["still_inconclusive"]) == (2, 1)
+    rows = {(r["source"], r["destination"]): r for r in body["measurements"]}
+    assert rows["a", "c"]["status"] == "inconclusive" and rows["a", "c"]["reason"] == why
+    assert rows["a", "c"]["health"][0]["cpu_pressure"] == 0.9 and rows["a", "b"]["attempts"] == 2
+    table = runner.invoke(app, ["bench", "show", "3", "--db", str(db)])
+    assert "96?" in table.stdout and f"inconclusive a -> c: {why}" in table.stdout
+
+
+def test_history_has_the_plane_and_piped_tables_do_not_wrap(tmp_path: Path) -> None:
+    path = tmp_path / "b.sqlite"
+    long = "gpu-rack17-chassis03-node0042"
+    save_run(path, plan_hash="h", tool="iperf3", pattern="all-pairs", arguments="plane=storage seconds=3 nodes=all",
+             measurements=[m(long, f"{long}-peer", 9.0), m("a", "b", 4.0, "low"), m("a", "c", 9.0, "inconclusive")])
+    shown = runner.invoke(app, ["bench", "history", "--db", str(path)])
+    header, row = (line.split() for line in shown.stdout.splitlines() if line.split()[:1] in (["run"], ["1"]))
+    assert header == ["run", "started", "tool", "pattern", "plane", "pairs", "flagged", "inconclusive"]
+    assert row[2:] == ["iperf3", "all-pairs", "storage", "3", "1", "1"]
+    compared = runner.invoke(app, ["bench", "compare", "1", "1", "--db", str(path)])
+    lines = [line for line in compared.stdout.splitlines() if long in line]
+    assert len(lines) == 1 and len(lines[0]) > 80 and lines[0].split()[:2] == [long, f"{long}-peer"]
+
+
+def test_show_of_a_large_run_lists_its_worst_pairs_from_the_database(tmp_path: Path) -> None:
+    path = tmp_path / "b.sqlite"
+    names = [f"gpu{i}" for i in range(1, 143)]  # 10 011 pairs: past what `show` loads whole
+    pairs = [m(a, b, 9.0) for i, a in enumerate(names) for b in names[i + 1:]]
+    pairs[5000] = m(pairs[5000].source, pairs[5000].destination, 1.0, "low")
+    pairs[7] = m(pairs[7].source, pairs[7].destination, 9.9, "inconclusive", reason="client gpu1: ...")
+    save_run(path, plan_hash="h", tool="iperf3", pattern="all-pairs", arguments="", measurements=pairs)
+    result = runner.invoke(app, ["bench", "show", "1", "--db", str(path), "--png", str(tmp_path / "x.png")])
+    assert result.exit_code == 0, result.output
+    rows = [line.split() for line in result.stdout.splitlines() if line.strip().startswith("gpu")]
+    assert rows[0][:2] == [pairs[5000].source, pairs[5000].destination] and "low" in rows[0]
+    assert "inconclusive" in rows[1] and len(rows) == 20
+    assert "1 inconclusive, 1 low, 10009 ok" in result.stdout
+    assert (tmp_path / "x.png").read_bytes().startswith(PNG_SIGNATURE)

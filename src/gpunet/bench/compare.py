@@ -7,7 +7,7 @@ import statistics
 from collections.abc import Iterable
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails
@@ -19,7 +19,8 @@ from gpunet.model.spec import PlaneName
 from gpunet.spec.loader import parse_yaml_document, real_errors
 from gpunet.spec.yamldoc import read_document
 
-Verdict = Literal["ok", "warn", "fail", "new", "missing"]
+Verdict = Literal["ok", "warn", "fail", "new", "missing", "inconclusive"]
+FAILING: tuple[Verdict, ...] = ("fail", "missing")  # a pair gone from the current run fails like a regression
 Key = tuple[str, str, str, str, int | None]  # source, destination, plane, metric, rail
 
 # Used when no rules file is given. First matching rule wins, so the specific come first:
@@ -107,6 +108,16 @@ class Comparison(Frozen):
     current: float | None
     variance: float | None  # (current − baseline) / baseline; None without both (or a zero baseline)
     verdict: Verdict
+    reason: str | None = None  # inconclusive: which run's measurement had a saturated end, and why
+
+
+class _Side(NamedTuple):
+    """One run's measurements of one key, as compared."""
+
+    value: float  # the median of the conclusive ones (of all, when none is)
+    unit: str
+    failed: bool  # every conclusive one failed
+    inconclusive: str | None  # none conclusive: the reason of the first
 
 
 def _out_of_order(low: float | None, high: float | None) -> bool:
@@ -124,36 +135,52 @@ def _above(variance: float, threshold: float | None) -> bool:
 def compare(baseline: Iterable[Measurement], current: Iterable[Measurement], rules: Rules) -> list[Comparison]:
     """Every (source, destination, plane, metric, rail) of either run: both values, the variance
     and its verdict; `new` with no (or a zero, i.e. failed) baseline, `missing` when the current
-    run lacks it. Repeated measurements of one key count by their median."""
+    run lacks it, `inconclusive` when either side has only measurements taken with a saturated end
+    (no evidence about the link). Repeated measurements of one key count by their median."""
     before, after = _by_key(baseline), _by_key(current)
     keys = sorted(before.keys() | after.keys(), key=_sort_key)
     return [_compare_one(key, before.get(key), after.get(key), rules) for key in keys]
 
 
-def _by_key(results: Iterable[Measurement]) -> dict[Key, tuple[float, str, bool]]:
-    """Per key: the median value, the unit, and whether every measurement of it failed."""
+def _by_key(results: Iterable[Measurement]) -> dict[Key, _Side]:
     grouped: dict[Key, list[Measurement]] = {}
     for m in results:
         grouped.setdefault((m.source, m.destination, m.plane, m.metric, m.rail), []).append(m)
-    return {key: (statistics.median(m.value for m in ms), ms[0].unit, all(m.status == "failed" for m in ms))
-            for key, ms in grouped.items()}
+    return {key: _side(ms) for key, ms in grouped.items()}
+
+
+def _side(ms: list[Measurement]) -> _Side:
+    judged = [m for m in ms if m.status != "inconclusive"]
+    inconclusive = None if judged else (ms[0].reason or "an end was saturated")
+    judged = judged or ms
+    return _Side(statistics.median(m.value for m in judged), ms[0].unit, all(m.status == "failed" for m in judged),
+                 inconclusive)
 
 
 def _sort_key(key: Key) -> tuple[str, str, str, str, int]:
     return (*key[:4], -1 if key[4] is None else key[4])
 
 
-def _compare_one(key: Key, before: tuple[float, str, bool] | None, after: tuple[float, str, bool] | None,
-                 rules: Rules) -> Comparison:
+def _compare_one(key: Key, before: _Side | None, after: _Side | None, rules: Rules) -> Comparison:
     """A measurement that failed now fails, whatever the baseline was (it measured nothing)."""
     source, destination, plane, metric, rail = key
-    unit = (after or before or (0.0, "", False))[1]
-    old, new = (before[0] if before else None), (after[0] if after else None)
+    unit = (after or before or _Side(0.0, "", False, None)).unit
+    old, new = (before.value if before else None), (after.value if after else None)
     variance = (new - old) / old if old and new is not None else None
-    verdict: Verdict = ("missing" if after is None else "fail" if after[2] else "new" if variance is None
-                        else rules.verdict(metric, plane, variance))
+    reason = _inconclusive(before, after)
+    verdict: Verdict = ("missing" if after is None else "fail" if after.failed else "inconclusive" if reason
+                        else "new" if variance is None else rules.verdict(metric, plane, variance))
     return Comparison(source=source, destination=destination, plane=plane, metric=metric, rail=rail, unit=unit,
-                      baseline=old, current=new, variance=variance, verdict=verdict)
+                      baseline=old, current=new, variance=variance, verdict=verdict,
+                      reason=reason if verdict == "inconclusive" else None)
+
+
+def _inconclusive(before: _Side | None, after: _Side | None) -> str | None:
+    if after is not None and after.inconclusive:
+        return f"current: {after.inconclusive}"
+    if before is not None and before.inconclusive:
+        return f"baseline: {before.inconclusive}"
+    return None
 
 
 def compare_runs(db: Path, baseline: int, current: int, rules_file: Path | None = None) -> list[Comparison]:

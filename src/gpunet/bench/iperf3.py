@@ -21,6 +21,11 @@ class Iperf3Result(Frozen):
     reverse: bool
     bidir_received_gbps: float | None = None  # the reverse direction of a --bidir test
     error: str | None = None  # iperf3's own error ("unable to connect ..."): the run failed
+    # end.cpu_utilization_percent: each process's CPU time over the test, % of one core; host is
+    # the client (the side that printed the JSON), remote the server, whatever the direction.
+    client_cpu_percent: float | None = None
+    server_cpu_percent: float | None = None
+    version: str | None = None  # "iperf 3.12": from 3.16 each stream has its own thread
 
 
 def parse_iperf3_json(text: str) -> Iperf3Result:
@@ -46,7 +51,20 @@ def _result(data: dict[str, Any]) -> Iperf3Result:
         seconds=_number(received.get("seconds")), streams=int(_number(test.get("num_streams")) or 1),
         reverse=bool(test.get("reverse", 0)),
         bidir_received_gbps=_gbps(bidir) if isinstance(bidir, dict) else None,
+        client_cpu_percent=_cpu(end, "host_total"), server_cpu_percent=_cpu(end, "remote_total"),
+        version=_version(start),
     )
+
+
+def _version(start: object) -> str | None:
+    version = start.get("version") if isinstance(start, dict) else None
+    return version[:64] if isinstance(version, str) else None
+
+
+def _cpu(end: dict[str, Any], key: str) -> float | None:
+    cpu = end.get("cpu_utilization_percent")
+    value = cpu.get(key) if isinstance(cpu, dict) else None
+    return round(float(value), 3) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _sum(end: dict[str, Any], key: str) -> dict[str, Any]:

@@ -10,8 +10,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from gpunet.bench import pair_interfaces
-from gpunet.bench.expected import BELOW_EXPECTED, rdma_expected_gbps, tcp_expected_gbps
-from gpunet.bench.iperf3 import parse_iperf3_json
+from gpunet.bench.expected import rdma_expected_gbps, tcp_expected_gbps
+from gpunet.bench.health import CPU_SAMPLE_ARGV, EndHealth, end_health, verdict, with_tool_cpu
+from gpunet.bench.iperf3 import Iperf3Result, parse_iperf3_json
 from gpunet.bench.launch import (
     PERFTEST_TOOLS,
     Endpoints,
@@ -31,7 +32,9 @@ from gpunet.model.plan import Plan
 from gpunet.runner import CommandRunner, run_local
 
 NodeArgv = Callable[[str, Sequence[str]], list[str]]  # node, command -> argv that runs it there
-Progress = Callable[[int, int], None]  # (rounds done, rounds)
+Progress = Callable[[int, int, str], None]  # (steps done, steps, what runs now: "round 3/15: 6 pairs")
+Measure = Callable[["BenchSetup", Pair, int], Measurement]  # (setup, pair, attempt) -> its measurement
+SAMPLE_SECONDS = 15  # reading /proc on a node: an ssh connection at worst
 
 
 @dataclass(frozen=True)
@@ -53,35 +56,120 @@ class BenchSetup:
     congestion: str | None = "cubic"
     tool: str = "iperf3"  # or ib_write_bw, ib_read_bw, ib_send_bw
     qps: int = 4  # perftest queue pairs: several, for the same reason as several TCP streams
+    # Rounds of re-measuring inconclusive pairs (an end was saturated), one pair at a time, after
+    # the scheduled rounds: the pattern's own load is gone, and a passing burst of other work may be.
+    retries: int = 1
 
 
-def run_rounds(setup: BenchSetup, rounds: list[Round], progress: Progress = lambda d, n: None,
-               on_round: Callable[[list[Measurement]], None] = lambda ms: None) -> list[Measurement]:
-    """Round by round, the pairs of a round at once; `on_round` gets each round's results as it ends."""
+def _no_progress(done: int, total: int, what: str) -> None:
+    """The default progress: nothing shown."""
+
+
+def run_rounds(setup: BenchSetup, rounds: list[Round], progress: Progress = _no_progress,
+               on_round: Callable[[list[Measurement]], None] = lambda ms: None,
+               measure: Measure | None = None) -> list[Measurement]:
+    """Round by round, the pairs of a round at once, then the retry rounds of inconclusive pairs;
+    `on_round` gets each round's results (and each retry) as it ends. `measure`: measure_pair."""
+    measure = measure or measure_pair
     results: list[Measurement] = []
     for done, pairs in enumerate(rounds):
-        progress(done, len(rounds))
+        progress(done, len(rounds), f"round {done + 1}/{len(rounds)}: {len(pairs)} pairs")
         with ThreadPoolExecutor(max_workers=max(1, len(pairs))) as pool:
-            measured = list(pool.map(lambda p: measure_pair(setup, p), pairs))
+            measured = list(pool.map(lambda p: measure(setup, p, 1), pairs))
         on_round(measured)
         results += measured
-    progress(len(rounds), len(rounds))
+    progress(len(rounds), len(rounds), f"{len(rounds)} rounds measured")
+    return retry_inconclusive(setup, [p for r in rounds for p in r], results, progress=progress, on_round=on_round,
+                              measure=measure)
+
+
+def retry_inconclusive(setup: BenchSetup, pairs: list[Pair], results: list[Measurement], *,
+                       progress: Progress = _no_progress,
+                       on_round: Callable[[list[Measurement]], None] = lambda ms: None,
+                       measure: Measure | None = None) -> list[Measurement]:
+    """Each inconclusive pair measured again, one at a time, up to `setup.retries` times: a
+    conclusive measurement (ok, low or failed) replaces the inconclusive one, an inconclusive one
+    only counts as an attempt. `pairs` and `results` are in the same order."""
+    measure = measure or measure_pair
+    results = list(results)
+    for attempt in range(2, setup.retries + 2):
+        pending = [i for i, m in enumerate(results) if m.status == "inconclusive"]
+        for done, i in enumerate(pending):
+            progress(done, len(pending), f"retry {done + 1}/{len(pending)}: {pairs[i][0]} -> {pairs[i][1]}")
+            results[i] = _kept(results[i], measure(setup, pairs[i], attempt), attempt)
+            on_round([results[i]])
     return results
 
 
-def measure_pair(setup: BenchSetup, pair: Pair) -> Measurement:
-    """The tool from source to target on the plane: a one-off server on the target, then the client."""
+def _kept(earlier: Measurement, again: Measurement, attempt: int) -> Measurement:
+    """The retry when it is conclusive; else the earlier measurement, its reason telling the retry's."""
+    if again.status != "inconclusive":
+        return again
+    return earlier.model_copy(update={"attempts": attempt,
+                                      "reason": f"{earlier.reason}; again on attempt {attempt}: {again.reason}"})
+
+
+def measure_pair(setup: BenchSetup, pair: Pair, attempt: int = 1) -> Measurement:
+    """The tool from source to target on the plane: a one-off server on the target, then the client,
+    with both ends' CPUs read just before and just after the client runs."""
     commands = pair_commands(setup, pair)
     server = subprocess.Popen(setup.on_node(pair[1], commands.server),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.3 if setup.tool == "iperf3" else 1.0)  # the server binds (perftest opens the HCA) first
+        before = _sample_ends(setup, pair)
         raw = _client_output(setup.on_node(pair[0], commands.client), setup.seconds + setup.omit + 30)
+        after = _sample_ends(setup, pair)
     finally:
         if server.poll() is None:
             server.kill()
         server.wait(timeout=10)
-    return _measurement(setup, pair, raw)
+    return _measurement(setup, pair, raw, _health(setup, pair, before, after, _iperf3(setup.tool, raw)), attempt)
+
+
+def _sample_ends(setup: BenchSetup, pair: Pair) -> tuple[str | None, str | None]:
+    """CPU_SAMPLE_ARGV's output on both ends at once, through the runner that runs the tool there."""
+    procs = [_start(setup.on_node(node, CPU_SAMPLE_ARGV)) for node in pair]
+    return _stdout(procs[0]), _stdout(procs[1])
+
+
+def _start(argv: list[str]) -> subprocess.Popen[str] | None:
+    try:
+        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    except OSError:  # the transport itself is missing (no ssh): health unreadable, said so
+        return None
+
+
+def _stdout(proc: subprocess.Popen[str] | None) -> str | None:
+    """What the sample printed (cat exits 1 without PSI, having printed the rest); None if nothing."""
+    if proc is None:
+        return None
+    try:
+        out, _ = proc.communicate(timeout=SAMPLE_SECONDS)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return None
+    return out or None
+
+
+def _health(setup: BenchSetup, pair: Pair, before: tuple[str | None, str | None],
+            after: tuple[str | None, str | None], result: Iperf3Result | None) -> tuple[EndHealth, EndHealth]:
+    client = end_health(pair[0], "client", before[0], after[0])
+    server = end_health(pair[1], "server", before[1], after[1])
+    if result is None:
+        return client, server
+    return (with_tool_cpu(client, result.client_cpu_percent, result.version, setup.streams),
+            with_tool_cpu(server, result.server_cpu_percent, result.version, setup.streams))
+
+
+def _iperf3(tool: str, raw: str) -> Iperf3Result | None:
+    if tool != "iperf3":
+        return None
+    try:
+        return parse_iperf3_json(raw)
+    except ParseError:
+        return None
 
 
 def _client_output(argv: list[str], timeout: float) -> str:
@@ -110,15 +198,16 @@ def _technology(setup: BenchSetup) -> str:
     return next(p.technology for p in setup.plan.planes if p.name == setup.plane)
 
 
-def _measurement(setup: BenchSetup, pair: Pair, raw: str) -> Measurement:
+def _measurement(setup: BenchSetup, pair: Pair, raw: str, health: tuple[EndHealth, ...] = (),
+                 attempt: int = 1) -> Measurement:
     value = _value(setup.tool, raw)
     a, b = pair_interfaces(setup.plan, setup.plane, pair)
     expected = (rdma_expected_gbps(a, b, _technology(setup)) if setup.tool in PERFTEST_TOOLS
                 else tcp_expected_gbps(a, b, setup.scale))
-    status = "failed" if value is None else "low" if value < BELOW_EXPECTED * expected else "ok"
+    status, reason = verdict(value, expected, health)
     return Measurement(source=pair[0], destination=pair[1], plane=setup.plane, metric="throughput",
                        value=value or 0.0, unit="Gb/s", expected=round(expected, 6), status=status, raw=raw,
-                       rail=rail_of(pair))
+                       rail=rail_of(pair), health=health, reason=reason, attempts=attempt)
 
 
 def _value(tool: str, raw: str) -> float | None:

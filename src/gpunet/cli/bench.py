@@ -5,34 +5,53 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich import box
+from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
 from gpunet import api
 from gpunet.bench import PATTERNS
-from gpunet.bench.compare import Comparison, compare_runs
-from gpunet.bench.heatmap import percent_matrix, write_png
+from gpunet.bench.compare import FAILING, Comparison, compare_runs
+from gpunet.bench.heatmap import cells_of, percent_matrix, write_png
 from gpunet.bench.launch import TOOLS
-from gpunet.bench.store import Measurement, default_db, history, load_run, run_info
+from gpunet.bench.run import Progress as RoundProgress
+from gpunet.bench.store import (
+    CellColumns,
+    Measurement,
+    default_db,
+    history,
+    load_cells,
+    load_run,
+    run_info,
+    worst,
+)
 from gpunet.cli.console import cell, stderr, stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
 from gpunet.errors import UsageError
 
 app = typer.Typer(help="Measure the fabric against the Plan (iperf3, perftest, nccl-tests), keep the history.",
                   no_args_is_help=True)
-DEFAULT_DB = default_db()
-DbOpt = Annotated[Path, typer.Option("--db", help="SQLite file (default under ~/.local/share/gpunet).")]
+DbOpt = Annotated[Path | None, typer.Option(
+    "--db", help="SQLite file (default: this user's, $XDG_STATE_HOME/gpunet/bench.sqlite, "
+                 "~/.local/state/gpunet/bench.sqlite without it).")]
 PngOpt = Annotated[Path | None, typer.Option("--png", help="Also draw the matrix as a heat-map PNG here.")]
 MATRIX_UP_TO = 16  # nodes: a wider matrix does not fit a terminal
 WORST_SHOWN = 20
-VERDICT_COLOURS = {"fail": "red", "warn": "yellow", "missing": "magenta", "new": "cyan", "ok": "green"}
+WHOLE_RUN_UP_TO = 10_000  # measurements: `show` loads a run whole up to this, else only its worst
+VERDICT_COLOURS = {"fail": "red", "missing": "red", "warn": "yellow", "inconclusive": "blue", "new": "cyan",
+                   "ok": "green"}
+STATUS_COLOURS = {"ok": "green", "inconclusive": "blue", "low": "red", "failed": "red"}
+INCONCLUSIVE_MARK = "?"  # after a matrix cell's number: piped, without colours, it still differs from ok
 
 
 @app.command(name="run")
@@ -51,27 +70,59 @@ def run_(
                                                  "default. Cubic shares a link evenly between streams.")] = "cubic",
     launcher: Annotated[str | None, typer.Option(help="srun or mpirun for --tool nccl (default: srun inside "
                                                       "a Slurm allocation, else mpirun).")] = None,
-    db: DbOpt = DEFAULT_DB,
+    retry_inconclusive: Annotated[int, typer.Option(
+        help="Rounds of measuring again, one pair at a time, the pairs left inconclusive (an end's CPU "
+             "saturated) after the scheduled rounds; 0: none.", min=0)] = 1,
+    db: DbOpt = None,
     png: PngOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """The tool over every pair of the pattern, round by round; flags pairs below 85 % of expected.
-    With --tool nccl, one nccl-tests job over the nodes (judged by its check; compare runs for speed)."""
-    with Progress(console=stderr, transient=True) as bar:
-        task = bar.add_task(f"{pattern} rounds", total=None)
+    """The tool over every pair of the pattern, round by round; flags pairs below 85 % of expected,
+    and calls inconclusive a pair measured while an end's CPU was saturated. With --tool nccl, one
+    nccl-tests job over the nodes (judged by its check; compare runs for speed)."""
+    db = db or default_db()
+    with _progress(pattern) as progress:
         run_id, results = api.bench(plan_source=plan, lab=lab, pattern=pattern, plane=plane, nodes=nodes,
                                     seconds=duration, db=db, tool=tool, nccl_test=nccl_test, launcher=launcher,
                                     congestion=None if congestion == "system" else congestion,
-                                    progress=lambda done, total: bar.update(task, completed=done, total=total))
+                                    progress=progress, retry_inconclusive=retry_inconclusive)
+    retried = [m for m in results if m.attempts > 1]
+    still = sum(m.status == "inconclusive" for m in retried)
     if as_json:
-        print(json.dumps({"run": run_id, "db": str(db), "measurements": _rows(results)}, indent=1))
+        print(json.dumps({"run": run_id, "db": str(db), "retried": len(retried), "still_inconclusive": still,
+                          "measurements": _rows(results)}, indent=1))
     else:
         _print_results(results)
-        stdout.print(f"run {run_id} saved in {db}")
+        if retried:
+            stdout.print(f"{len(retried)} inconclusive pairs measured again one at a time: {still} still "
+                         "inconclusive", soft_wrap=True)
+        stdout.print(cell(f"run {run_id} saved in {db}"), soft_wrap=True)
     if png is not None and tool != "nccl":
-        _heat_map(db, run_id, results, png)
+        _heat_map(db, run_id, cells_of(results), png)
     if any(m.status != "ok" for m in results):
         raise typer.Exit(EXIT_CHECKS_FAILED)
+
+
+@contextmanager
+def _progress(pattern: str) -> Iterator[RoundProgress]:
+    """A progress bar on a terminal; plain lines on stderr otherwise (a log shows how far it got)."""
+    if not stderr.is_terminal:
+        yield lambda done, total, what: print(what, file=sys.stderr, flush=True)
+        return
+    with Progress(console=stderr, transient=True) as bar:
+        task = bar.add_task(f"{pattern} rounds", total=None)
+        yield lambda done, total, what: bar.update(task, completed=done, total=total, description=escape(what))
+
+
+def _print_table(table: Table) -> None:
+    """On a terminal as wide as the terminal; piped as wide as the table needs, not the 80 columns
+    Rich assumes without a terminal (a row broken over lines defeats grep and cut)."""
+    if stdout.is_terminal:
+        stdout.print(table)
+        return
+    wide = Console(file=stdout.file, width=10_000, highlight=False, color_system=None)
+    Console(file=stdout.file, width=max(stdout.width, wide.measure(table).maximum), highlight=False,
+            color_system=None).print(table)
 
 
 def _print_results(results: list[Measurement]) -> None:
@@ -84,51 +135,68 @@ def _print_results(results: list[Measurement]) -> None:
         _print_worst(results)
 
 
-def _print_worst(results: list[Measurement]) -> None:
+def _print_worst(results: list[Measurement], counts: Counter[str] | None = None) -> None:
+    """The worst pairs (not ok first, then the lowest %), and how many of each status in all."""
     ranked = sorted(results, key=lambda m: (m.status == "ok", m.percent_of_expected or 0.0))
+    counts = counts or Counter[str](m.status for m in results)
     table = Table("from", "to", "rail", "measured", "expected", "%", "status", box=box.SIMPLE_HEAD,
-                  caption=f"the {WORST_SHOWN} worst of {len(results)} pairs; --png or --json for all")
+                  caption=f"the {WORST_SHOWN} worst of {counts.total()} pairs; --png or --json for all")
     for m in ranked[:WORST_SHOWN]:
-        colour = "green" if m.status == "ok" else "red"
+        colour = STATUS_COLOURS.get(m.status, "red")
         pct = m.percent_of_expected
         table.add_row(cell(m.source), cell(m.destination), _text(m.rail), cell(f"{m.value:.2f} {m.unit}"),
                       _text(m.expected), "-" if pct is None else f"{pct:.0f}",
                       f"[{colour}]{escape(m.status)}[/{colour}]")
-    stdout.print(table)
-    counts = Counter[str](m.status for m in results)
-    stdout.print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())))
+    _print_table(table)
+    stdout.print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())), soft_wrap=True)
+    _print_reasons(ranked[:WORST_SHOWN])
+
+
+def _print_reasons(results: list[Measurement]) -> None:
+    """Why the inconclusive pairs could not judge their links (the first WORST_SHOWN)."""
+    inconclusive = [m for m in results if m.status == "inconclusive"]
+    for m in inconclusive[:WORST_SHOWN]:
+        stdout.print(cell(f"inconclusive {m.source} -> {m.destination}: {m.reason or 'an end was saturated'}"),
+                     soft_wrap=True)
+    if len(inconclusive) > WORST_SHOWN:
+        stdout.print(f"... and {len(inconclusive) - WORST_SHOWN} more inconclusive (--json has every reason)")
 
 
 def _print_job(results: list[Measurement]) -> None:
     for m in results:
         colour = "green" if m.status == "ok" else "red"
         stdout.print(f"{escape(m.destination)} over {escape(m.source)}: average bus bandwidth {m.value:g} "
-                     f"{escape(m.unit)} [{colour}]{escape(m.status)}[/{colour}]")
+                     f"{escape(m.unit)} [{colour}]{escape(m.status)}[/{colour}]", soft_wrap=True)
 
 
 def _print_matrix(results: list[Measurement]) -> None:
     matrix = percent_matrix(results)
-    table = Table("from \\ to", *matrix.names, box=box.SIMPLE_HEAD, caption="% of the Plan's expected rate")
+    table = Table("from \\ to", *matrix.names, box=box.SIMPLE_HEAD,
+                  caption=f"% of the Plan's expected rate; {INCONCLUSIVE_MARK}: inconclusive (an end's CPU saturated)")
     for name, percents, statuses in zip(matrix.names, matrix.percent, matrix.status, strict=True):
         table.add_row(name, *(_cell(pct, status) for pct, status in zip(percents, statuses, strict=True)))
-    stdout.print(table)
+    _print_table(table)
+    _print_reasons(results)
 
 
 def _cell(pct: float, status: str | None) -> str:
     if status is None:
         return ""
-    colour = "green" if status == "ok" else "red"
-    return "-" if math.isnan(pct) else f"[{colour}]{pct:.0f}[/{colour}]"
+    colour = STATUS_COLOURS.get(status, "red")
+    mark = INCONCLUSIVE_MARK if status == "inconclusive" else ""
+    return "-" if math.isnan(pct) else f"[{colour}]{pct:.0f}{mark}[/{colour}]"
 
 
 def _rows(results: list[Measurement]) -> list[dict[str, object]]:
-    return [m.model_dump(exclude={"raw"}) | {"percent_of_expected": m.percent_of_expected} for m in results]
+    """Every field but the raw output (health, reason and attempts included), with the %."""
+    return [m.model_dump(mode="json", exclude={"raw"}) | {"percent_of_expected": m.percent_of_expected}
+            for m in results]
 
 
-def _heat_map(db: Path, run_id: int, results: list[Measurement], png: Path) -> None:
+def _heat_map(db: Path, run_id: int, cells: CellColumns, png: Path) -> None:
     info = run_info(db, run_id)
     title = f"run {run_id}" + (f" · {info.tool} · {info.pattern}" if info else "")
-    write_png(percent_matrix(results), png, title)
+    write_png(cells, png, title)
     stderr.print(f"heat map written to {png}")
 
 
@@ -136,21 +204,30 @@ def _heat_map(db: Path, run_id: int, results: list[Measurement], png: Path) -> N
 @handles_errors
 def show(
     run: Annotated[int, typer.Argument(help="Run id (see `gpunet bench history`).")],
-    db: DbOpt = DEFAULT_DB,
+    db: DbOpt = None,
     png: PngOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """A stored run's matrix again (% of expected per pair), optionally as a heat-map PNG."""
-    info, results = load_run(db, run)
-    if png is not None and any(m.metric == "busbw" for m in results):
+    db = db or default_db()
+    info = run_info(db, run)
+    if info is None:
+        load_run(db, run)  # the error that says which run or file is missing
+        return
+    if png is not None and info.pattern == "job":
         raise UsageError(f"run {run} is one nccl-tests job, not pairs: there is no matrix to draw")
     if png is not None:
-        _heat_map(db, run, results, png)
+        _heat_map(db, run, load_cells(db, run), png)
     if as_json:
-        print(json.dumps({"run": info.model_dump(), "measurements": _rows(results)}, indent=1))
+        print(json.dumps({"run": info.model_dump(), "measurements": _rows(load_run(db, run)[1])}, indent=1))
         return
-    stdout.print(cell(f"run {info.id}: {info.tool} {info.pattern}, {info.arguments}, started {info.started}"))
-    _print_results(results)
+    stdout.print(cell(f"run {info.id}: {info.tool} {info.pattern}, {info.arguments}, started {info.started}"),
+                 soft_wrap=True)
+    shown, counts = worst(db, run, WORST_SHOWN)
+    if sum(counts.values()) <= WHOLE_RUN_UP_TO:
+        _print_results(load_run(db, run)[1])
+    else:
+        _print_worst(shown, Counter(counts))
 
 
 @app.command(name="compare")
@@ -158,18 +235,19 @@ def show(
 def compare(
     baseline: Annotated[int, typer.Argument(help="Baseline run id.")],
     current: Annotated[int, typer.Argument(help="Run id to judge against the baseline.")],
-    db: DbOpt = DEFAULT_DB,
+    db: DbOpt = None,
     rules: Annotated[Path | None, typer.Option("--rules", help="YAML rules (default: warn 5 % below the "
                                                "baseline, fail 10 % below; latency 10 % / 20 % above).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Each pair's variance, (current − baseline) / baseline, and its verdict; exits 1 on any fail."""
-    rows = compare_runs(db, baseline, current, rules)
+    """Each pair's variance, (current − baseline) / baseline, and its verdict; exits 1 on any fail
+    or missing pair. A pair measured with a saturated end is inconclusive: shown, not judged."""
+    rows = compare_runs(db or default_db(), baseline, current, rules)
     if as_json:
         print(json.dumps([r.model_dump() for r in rows], indent=1))
     else:
         _print_comparison(rows)
-    if any(r.verdict == "fail" for r in rows):
+    if any(r.verdict in FAILING for r in rows):
         raise typer.Exit(EXIT_CHECKS_FAILED)
 
 
@@ -183,9 +261,13 @@ def _print_comparison(rows: list[Comparison]) -> None:
                       cell(r.metric), cell(r.unit),
                       _text(r.baseline), _text(r.current), "" if r.variance is None else f"{100 * r.variance:+.1f} %",
                       f"[{colour}]{r.verdict}[/{colour}]")
-    stdout.print(table)
+    _print_table(table)
     counts = Counter[str](r.verdict for r in rows)
-    stdout.print(", ".join(f"{counts[v]} {v}" for v in VERDICT_COLOURS if counts[v]) or "nothing to compare")
+    stdout.print(", ".join(f"{counts[v]} {v}" for v in VERDICT_COLOURS if counts[v]) or "nothing to compare",
+                 soft_wrap=True)
+    for r in rows[:WORST_SHOWN] if counts["inconclusive"] else []:
+        if r.reason:
+            stdout.print(cell(f"inconclusive {r.source} -> {r.destination}: {r.reason}"), soft_wrap=True)
 
 
 def _text(value: float | None) -> str:
@@ -194,14 +276,16 @@ def _text(value: float | None) -> str:
 
 @app.command(name="history")
 @handles_errors
-def history_(db: DbOpt = DEFAULT_DB, limit: int = 20,
+def history_(db: DbOpt = None, limit: int = 20,
              as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
-    """Earlier runs, newest first, with how many pairs were flagged."""
-    runs = history(db, limit)
+    """Earlier runs, newest first, with how many pairs were flagged (low or failed) or inconclusive."""
+    runs = history(db or default_db(), limit)
     if as_json:
         print(json.dumps([r.model_dump() for r in runs], indent=1))
         return
-    table = Table("run", "started", "tool", "pattern", "pairs", "flagged", box=box.SIMPLE_HEAD)
+    table = Table("run", "started", "tool", "pattern", "plane", "pairs", "flagged", "inconclusive",
+                  box=box.SIMPLE_HEAD)
     for r in runs:
-        table.add_row(str(r.id), cell(r.started), cell(r.tool), cell(r.pattern), str(r.measurements), str(r.flagged))
-    stdout.print(table)
+        table.add_row(str(r.id), cell(r.started), cell(r.tool), cell(r.pattern), cell(r.plane), str(r.measurements),
+                      str(r.flagged), str(r.inconclusive))
+    _print_table(table)
