@@ -40,14 +40,15 @@ def _digests(root: Path) -> dict[str, str]:
 
 def test_copy_then_gather_through_the_exec_transport(tmp_path: Path) -> None:
     source, dest, out = _tree(tmp_path), tmp_path / "dest", tmp_path / "out"
+    (source / "odd\\name").write_text("a name sha256sum escapes: the node checks with sha256sum -c")
     dest.mkdir()
     copied = copy_to(local_runner(), NodeSet("n1"), source, str(dest))
-    assert copied.failed == [] and copied.files == 3 and copied.compress in ("zstd", "gzip")
+    assert copied.failed == [] and copied.files == 4 and copied.compress in ("zstd", "gzip")
     assert copied.packed_bytes < copied.bytes  # the JSON compresses
     assert _digests(dest / "model") == _digests(source) and os.readlink(dest / "model" / "latest") == "shards/a.bin"
     assert sorted(p.name for p in dest.iterdir()) == ["model"]  # no staging left beside it
     gathered = gather_from(local_runner(), NodeSet("n[1-2]"), str(dest / "model"), out)
-    assert gathered.failed == [] and gathered.files == 6
+    assert gathered.failed == [] and gathered.files == 8
     assert _digests(out / "n1" / "model") == _digests(out / "n2" / "model") == _digests(source)
     assert sorted(p.name for p in out.iterdir()) == ["n1", "n2"]
 
@@ -61,9 +62,24 @@ def test_a_second_copy_replaces_the_first_whole(tmp_path: Path) -> None:
     assert not (dest / "model" / "stale").exists() and _digests(dest / "model") == _digests(source)
     single = tmp_path / "weights.bin"
     single.write_bytes(os.urandom(1000))
+    single.chmod(0o640)
+    os.utime(single, (1_700_000_000, 1_700_000_000))
     for _ in range(2):  # a file over a file: one rename
-        assert copy_to(local_runner(), NodeSet("n1"), single, str(dest), compress="none").failed == []
+        assert copy_to(local_runner(), NodeSet("n1"), single, str(dest)).compress == "none"  # random: sent raw
     assert (dest / "weights.bin").read_bytes() == single.read_bytes()
+    assert ((dest / "weights.bin").stat().st_mode & 0o777, (dest / "weights.bin").stat().st_mtime) == (
+        0o640, 1_700_000_000)
+
+
+def test_a_single_incompressible_file_travels_as_itself_and_stays_on_the_node(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "node" / "ckpt.pt"
+    checkpoint.parent.mkdir()
+    checkpoint.write_bytes(os.urandom(2_000_000))
+    result = gather_from(local_runner(), NodeSet("n[1-3]"), str(checkpoint), tmp_path / "out")
+    assert result.failed == [] and result.compress == "raw" and result.bytes == 6_000_000
+    assert {_digests(tmp_path / "out" / n)["ckpt.pt"] for n in ("n1", "n2", "n3")} == {
+        hashlib.sha256(checkpoint.read_bytes()).hexdigest()}
+    assert checkpoint.is_file()  # fetched where it is: never removed as if it were an archive
 
 
 def test_a_missing_destination_directory_is_named(tmp_path: Path) -> None:
@@ -110,7 +126,7 @@ def test_a_damaged_archive_leaves_nothing_under_the_final_name(tmp_path: Path) -
     raw = bytearray(archive.read_bytes())
     raw[raw.index(source.read_bytes()[:64]) + 100] ^= 0xFF  # inside the file's data: tar cannot tell
     archive.write_bytes(bytes(raw))
-    done = subprocess.run(["sh", "-c", COPY_FINISH, "t", str(archive), str(dest), "data.bin", "none"],
+    done = subprocess.run(["sh", "-c", COPY_FINISH, "t", str(archive), str(dest), "data.bin", "none", "-", "-", "-"],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 1 and "checksum mismatch" in done.stderr
     assert list(dest.iterdir()) == []

@@ -1,29 +1,52 @@
 """The POSIX sh scripts nodes run for transfers: operands arrive as positional parameters, never
-pasted into the text, and a script never leaves a half-written file under the final name."""
+pasted into the text, and a script never leaves a half-written file under the final name.
+
+A single file that would not compress travels as itself ("raw": no tar, no second copy on disk),
+checked by its sha256 like any other."""
 
 from __future__ import annotations
 
-# $1 archive (as it arrived) $2 destination directory $3 name $4 compression.
-# Unpacks beside the destination (same filesystem: the final step is one rename), checks every
-# file with sha256sum, then renames; a directory replaced is first moved aside.
-COPY_FINISH = r"""
+# sha256 of the files a manifest names, compared with it: OpenSSL's (4x coreutils' sha256sum where
+# the CPU has SHA instructions) unless a name needed sha256sum's escaping, then `sha256sum -c`.
+_SUMS = r"""
+sums() {
+  if command -v openssl >/dev/null 2>&1 && ! grep -q '^\\' "$1"; then
+    sed 's/^[0-9a-f]\{64\}  //' "$1" | tr '\n' '\0' | xargs -0 -r openssl dgst -sha256 -r | sed 's/ \*/  /' > "$1.got"
+    cmp -s "$1" "$1.got" || { diff "$1" "$1.got" | head -n 4; return 1; }
+  else
+    sha256sum --quiet --strict -c "$1"
+  fi
+}
+"""
+
+# $1 archive (as it arrived) $2 destination directory $3 name $4 compression (raw: the file
+# itself) $5 its sha256, $6 mode and $7 mtime when raw. Unpacks beside the destination (same
+# filesystem: the final step is one rename), checks every file's sha256, then renames; a
+# directory replaced is first moved aside.
+COPY_FINISH = _SUMS + r"""
 set -u
-archive=$1 dest=$2 name=$3 compress=$4
+archive=$1 dest=$2 name=$3 compress=$4 digest=$5 mode=$6 mtime=$7
 work=$archive.d
 fail() { rm -rf -- "$work" "$archive"; echo "gpunet: $*" >&2; exit 1; }
 [ -d "$dest" ] || fail "no directory $dest here"
 [ -f "$archive" ] || fail "the archive did not arrive"
 find "$dest" -maxdepth 1 -name ".gpunet-copy-*" -mmin +1440 -exec rm -rf -- {} + 2>/dev/null
-case $compress in
-  zstd) command -v zstd >/dev/null 2>&1 || fail "zstd is not installed here (use --compress gzip)"
-        set -- zstd -q -d -c ;;
-  gzip) set -- gzip -d -c ;;
-  *) set -- cat ;;
-esac
 mkdir -m 700 -- "$work" || fail "cannot create $work"
-"$@" < "$archive" | tar -x --no-same-owner -f - -C "$work" || fail "the archive could not be unpacked"
-rm -f -- "$archive"
-sums=$(cd "$work/payload" && sha256sum --quiet --strict -c ../manifest.sha256 2>&1) || fail "checksum mismatch: $sums"
+if [ "$compress" = raw ]; then
+  mkdir -- "$work/payload" && mv -- "$archive" "$work/payload/$name" || fail "cannot move the file into $work"
+  printf '%s  %s\n' "$digest" "$name" > "$work/manifest.sha256"
+  chmod "$mode" "$work/payload/$name" && touch -m -d "@$mtime" "$work/payload/$name"
+else
+  case $compress in
+    zstd) command -v zstd >/dev/null 2>&1 || fail "zstd is not installed here (use --compress gzip)"
+          set -- zstd -q -d -c ;;
+    gzip) set -- gzip -d -c ;;
+    *) set -- cat ;;
+  esac
+  "$@" < "$archive" | tar -x --no-same-owner -f - -C "$work" || fail "the archive could not be unpacked"
+  rm -f -- "$archive"
+fi
+sums=$(cd "$work/payload" && sums ../manifest.sha256 2>&1) || fail "checksum mismatch: $sums"
 new=$work/payload/$name
 final=$dest/$name
 if [ -d "$new" ] || { [ -d "$final" ] && [ ! -L "$final" ]; }; then
@@ -37,17 +60,25 @@ rm -rf -- "$work"
 echo "$final"
 """
 
-# $1 what to gather $2 compression (auto: zstd where the node has it). Prints archive=, compress=
-# and top= lines, then the sha256 of every file (taken before tar reads them: a file that changes
-# in between fails the check on the admin host); tar's own status catches a file that vanishes.
+# $1 what to gather $2 compression (auto: zstd where the node has it, none for a single file
+# whose first 4 MiB gzip does not shrink by a tenth). Prints archive=, compress= and top= lines,
+# then the sha256 of every file (OpenSSL's or sha256sum's lines), taken before tar or the copy
+# reads them: a file that changes in between fails the check on the admin host; tar's own status
+# catches a file that vanishes. A raw file is fetched where it is (archive= names it).
 GATHER_PACK = r"""
 set -u
 archive=
-fail() { [ -n "$archive" ] && rm -f -- "$archive"; echo "gpunet: $*" >&2; exit 1; }
+fail() { [ -n "$archive" ] && [ "$compress" != raw ] && rm -f -- "$archive"; echo "gpunet: $*" >&2; exit 1; }
+compress=$2
 [ -e "$1" ] || fail "no $1 here"
 real=$(readlink -f -- "$1") || fail "cannot resolve $1"
-compress=$2
-if [ "$compress" = auto ]; then
+incompressible() {
+  n=$(head -c 4194304 -- "$real" | wc -c) && z=$(head -c 4194304 -- "$real" | gzip -1 | wc -c) &&
+    [ $((z * 10)) -gt $((n * 9)) ]
+}
+if [ -f "$real" ] && { [ "$compress" = none ] || { [ "$compress" = auto ] && incompressible; }; }; then
+  compress=raw
+elif [ "$compress" = auto ]; then
   if command -v zstd >/dev/null 2>&1; then compress=zstd; else compress=gzip; fi
 fi
 case $compress in
@@ -56,13 +87,20 @@ case $compress in
   gzip) set -- gzip -1 -c ;;
   *) set -- cat ;;
 esac
-archive=$(mktemp "${TMPDIR:-/tmp}/gpunet-gather.XXXXXXXX") || fail "cannot create a temporary file"
 cd -- "$(dirname -- "$real")" || fail "cannot enter the directory of $real"
 top=$(basename -- "$real")
+if [ "$compress" = raw ]; then archive=$real
+else archive=$(mktemp "${TMPDIR:-/tmp}/gpunet-gather.XXXXXXXX") || fail "cannot create a temporary file"
+fi
 echo "archive=$archive"
 echo "compress=$compress"
 echo "top=$top"
-find "./$top" -type f -exec sha256sum -- {} + || fail "cannot read every file of $real"
+if command -v openssl >/dev/null 2>&1; then
+  find "./$top" -type f -exec openssl dgst -sha256 -r {} + || fail "cannot read every file of $real"
+else
+  find "./$top" -type f -exec sha256sum -- {} + || fail "cannot read every file of $real"
+fi
+[ "$compress" = raw ] && exit 0
 rc=$( { { tar -c -f - -- "$top"; echo $? >&4; } | "$@" > "$archive"; } 4>&1 )
 [ "$rc" = 0 ] || fail "tar exit $rc: files changed or vanished while they were read"
 """

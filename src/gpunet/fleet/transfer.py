@@ -13,6 +13,7 @@ import os
 import posixpath
 import secrets
 import shutil
+import stat
 import tempfile
 import time
 from collections import defaultdict
@@ -25,7 +26,17 @@ from ClusterShell.NodeSet import NodeSet
 
 from gpunet.errors import ParseError, UsageError
 from gpunet.fleet import ClusterShellRunner, NodeOutcome
-from gpunet.fleet.pack import COMPRESSORS, TransferRefused, pack, parse_manifest, unpack
+from gpunet.fleet.pack import (
+    COMPRESSORS,
+    Packed,
+    TransferRefused,
+    accept_raw,
+    compressible,
+    digest_file,
+    pack,
+    parse_manifest,
+    unpack,
+)
 from gpunet.fleet.scripts import COPY_FINISH, GATHER_PACK, REMOVE
 from gpunet.fleet.steps import copy_each, fetched, multiplexed, run_each, target_of
 from gpunet.model.base import Frozen
@@ -121,23 +132,34 @@ def copy_to(runner: ClusterShellRunner, nodes: NodeSet, source: Path, dest: str,
     dest = remote_path(dest, "destination")
     if not source.exists():
         raise UsageError(f"{source}: no such file or directory here")
-    compress, start = _compression(compress), time.monotonic()
+    start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gpunet-copy-") as stage, multiplexed(runner) as shared:
-        total = _size(source)
-        packed = pack(source, Path(stage) / "archive", compress,
-                      lambda n: progress("pack", n, total) if progress else None)
+        packed, finish = _prepare(source, Path(stage), compress, progress)
         run_id = secrets.token_hex(4)
         remote = {n: posixpath.join(dest, f".gpunet-copy-{run_id}-{n}") for n in nodes}
         sent = copy_each(shared, {n: (str(packed.archive), remote[n]) for n in nodes}, timeout=timeout,
                          on_done=_tick(progress, "send", len(nodes)))
         reached = [n for n in nodes if sent[n].rc not in (None, SSH_FAILED)]  # a dead node is not tried twice
         finished = run_each(shared, {n: ["sh", "-c", COPY_FINISH, "gpunet-copy", remote[n], dest, source.name,
-                                         compress] for n in reached},
+                                         *finish] for n in reached},
                             timeout=timeout, on_done=_tick(progress, "check", len(reached)))
     outcomes = {n: _copy_outcome(n, sent[n], finished.get(n)) for n in nodes}
     return TransferResult(operation="copy", source=str(source), dest=dest, files=packed.files, bytes=packed.bytes,
-                          packed_bytes=packed.packed_bytes, compress=compress,
+                          packed_bytes=packed.packed_bytes, compress=packed.compress,
                           seconds=round(time.monotonic() - start, 3), outcomes=outcomes)
+
+
+def _prepare(source: Path, stage: Path, compress: str, progress: Phase | None) -> tuple[Packed, list[str]]:
+    """What to send and the finishing step's last arguments: a single file that would not compress
+    goes as itself (its sha256, mode and mtime travel beside it), anything else as one archive."""
+    total, real = _size(source), source.resolve()
+    report = (lambda n: progress("pack", n, total)) if progress else None
+    if real.is_file() and (compress == "none" or (compress == "auto" and not compressible(real))):
+        digest, info = digest_file(real, report), real.stat()
+        packed = Packed(archive=real, files=1, bytes=info.st_size, packed_bytes=info.st_size, compress="none")
+        return packed, ["raw", digest, f"{stat.S_IMODE(info.st_mode):o}", str(int(info.st_mtime))]
+    chosen = _compression(compress)
+    return pack(source, stage / "archive", chosen, report), [chosen, "-", "-", "-"]
 
 
 def _size(source: Path) -> int:
@@ -204,15 +226,22 @@ def gather_each(runner: ClusterShellRunner, sources: Mapping[str, str], out: Pat
         outcomes.update({n: future.result() for n, future in checked.items()})
     finally:
         shutil.rmtree(stage, ignore_errors=True)
-        if remotes:
-            run_each(runner, {n: ["sh", "-c", REMOVE, "gpunet-clean", r.archive, *[sources[n]] * remove_source]
-                              for n, r in remotes.items()}, timeout=60)
+        _clean(runner, remotes, sources if remove_source else {})
     good = [o for o in outcomes.values() if o.ok]
     return TransferResult(operation="gather", source="", dest=str(out),
                           files=sum(len(remotes[o.node].manifest) for o in good), bytes=sum(o.bytes for o in good),
                           packed_bytes=sum(o.packed_bytes for o in good),
                           compress=",".join(sorted({r.compress for r in remotes.values()})) or compress,
                           seconds=round(time.monotonic() - start, 3), outcomes=outcomes)
+
+
+def _clean(runner: ClusterShellRunner, remotes: Mapping[str, _Remote], sources: Mapping[str, str]) -> None:
+    """The nodes' archives (a raw file is the node's own: it stays) and, for a capture, its files."""
+    doomed = {n: [*([r.archive] if r.compress != "raw" else []), *([sources[n]] if n in sources else [])]
+              for n, r in remotes.items()}
+    if any(doomed.values()):
+        run_each(runner, {n: ["sh", "-c", REMOVE, "gpunet-clean", *paths] for n, paths in doomed.items() if paths},
+                 timeout=60)
 
 
 def _read_packed(packed: Mapping[str, NodeOutcome]) -> tuple[dict[str, _Remote], dict[str, TransferOutcome]]:
@@ -234,7 +263,7 @@ def _parse_packed(outcome: NodeOutcome) -> _Remote:
     """The node's header lines (archive=, compress=, top=) and its manifest."""
     lines = outcome.stdout.splitlines()
     head = dict(line.split("=", 1) for line in lines[:3] if "=" in line)
-    if set(head) != {"archive", "compress", "top"} or head["compress"] not in COMPRESSORS:
+    if set(head) != {"archive", "compress", "top"} or head["compress"] not in (*COMPRESSORS, "raw"):
         raise TransferRefused(f"unexpected answer: {outcome.stdout[:120]!r}")
     if not head["archive"].startswith("/") or "/" in head["top"] or head["top"] in ("", ".", ".."):
         raise TransferRefused(f"unexpected archive or name: {head['archive']!r} {head['top']!r}")
@@ -248,9 +277,11 @@ def _accept(runner: ClusterShellRunner, node: str, remote: _Remote, got: NodeOut
         archive = fetched(stage / node, remote.archive, target_of(runner, node))
         if got.rc != 0 or archive is None:
             raise TransferRefused(why(got) if got.rc != 0 else "the archive did not arrive")
-        unpacked, size = unpack(archive, stage / node / "x", remote.compress, remote.top, remote.manifest)
-        outcome = TransferOutcome(node=node, ok=True, path=placer(node, unpacked), bytes=size,
-                                  packed_bytes=archive.stat().st_size)
+        wire = archive.stat().st_size
+        unpacked, size = accept_raw(archive, stage / node / "x", remote.top, remote.manifest) \
+            if remote.compress == "raw" else unpack(archive, stage / node / "x", remote.compress, remote.top,
+                                                    remote.manifest)
+        outcome = TransferOutcome(node=node, ok=True, path=placer(node, unpacked), bytes=size, packed_bytes=wire)
     except (TransferRefused, OSError) as exc:
         outcome = TransferOutcome(node=node, ok=False, error=str(exc))
     tick(node, outcome.ok)
