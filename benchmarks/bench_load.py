@@ -16,6 +16,7 @@ itself (a 40-inch, 16.6-megapixel PNG) is not drawn: the old path's time is a lo
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -69,13 +70,15 @@ def whole_rows_path(db: Path, run: int) -> None:
     percent_matrix(results)
 
 
-def median_seconds(step: Callable[[], None], runs: int) -> float:
-    times = []
+def median_seconds(step: Callable[[], None], runs: int) -> tuple[float, float]:
+    """Median wall and CPU seconds of `runs` runs (CPU: what a shared machine's load does not inflate)."""
+    wall, cpu = [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         step()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def main() -> None:
@@ -90,12 +93,13 @@ def main() -> None:
         print(f"{args.nodes} nodes, {args.nodes * (args.nodes - 1) // 2} measurements stored in "
               f"{time.perf_counter() - start:.0f} s ({db.stat().st_size / 1e6:.0f} MB)")
         grid_of(load_cells(db, run))  # numpy and matplotlib imported once, as a CLI run pays once
-        new = median_seconds(lambda: cells_path(db, run, png), 3)
-        print(f"cells path, load + draw: {new:.2f} s (median of 3; PNG {png.stat().st_size / 1e6:.1f} MB)")
+        new, new_cpu = median_seconds(lambda: cells_path(db, run, png), 3)
+        print(f"cells path, load + draw: {new:.2f} s, CPU {new_cpu:.2f} s (median of 3; PNG "
+              f"{png.stat().st_size / 1e6:.1f} MB; load average {os.getloadavg()[0]:.1f})")
         if args.old_runs:
-            old = median_seconds(lambda: whole_rows_path(db, run), args.old_runs)
-            print(f"whole-row path, load + matrix only: {old:.2f} s (median of {args.old_runs}); "
-                  f"ratio {old / new:.0f}x")
+            old, old_cpu = median_seconds(lambda: whole_rows_path(db, run), args.old_runs)
+            print(f"whole-row path, load + matrix only: {old:.2f} s, CPU {old_cpu:.2f} s (median of "
+                  f"{args.old_runs}); ratio {old / new:.0f}x, CPU {old_cpu / new_cpu:.0f}x")
     sys.stdout.flush()
 
 

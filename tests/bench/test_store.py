@@ -91,10 +91,12 @@ def test_a_database_from_before_health_loads_and_gains_the_columns(tmp_path: Pat
             "INSERT INTO measurements VALUES (1, 'a', 'b', 'compute', 'throughput', 9.0, 'Gb/s', 10.0, 'ok', '{}', 2);")
     old.close()
     assert measurements(db, 1) == [ROW]  # no health, no reason, one attempt
-    assert load_cells(db, 1) == CellColumns(sources=["a"], destinations=["b"], codes=str(90 * 10_000 * 256 + ord("o")))
+    assert load_cells(db, 1) == CellColumns(sources=["a"], runs=[1], destinations=["b"],
+                                            codes=str(90 * 10_000 * 256 + ord("o")))
     second = save_run(db, plan_hash="h", tool="iperf3", pattern="pair", arguments="plane=compute",
                       measurements=[SATURATED])
     assert measurements(db, second) == [SATURATED] and measurements(db, 1) == [ROW]
+    assert load_cells(db, 1).codes == str(90 * 10_000 * 256 + ord("o"))  # its rows have no cell code yet
     assert [(r.id, r.plane, r.flagged, r.inconclusive) for r in history(db)] == [(2, "compute", 0, 1),
                                                                                  (1, "storage", 0, 0)]
 
@@ -118,7 +120,8 @@ def test_cells_are_read_as_measured_and_refused_when_a_name_breaks_them(tmp_path
             SATURATED.model_copy(update={"source": "c", "value": 10.05})]
     run = save_run(db, plan_hash="h", tool="iperf3", pattern="all-pairs", arguments="", measurements=rows)
     cells = load_cells(db, run)
-    assert sorted(zip(cells.sources, cells.destinations, map(int, cells.codes.split()), strict=True)) == sorted(
+    sources = [name for name, run in zip(cells.sources, cells.runs, strict=True) for _ in range(run)]
+    assert sorted(zip(sources, cells.destinations, map(int, cells.codes.split()), strict=True)) == sorted(
         [("a", "b", 900_000 * 256 + ord("o")), ("a", "c", -256 + ord("f")), ("c", "b", 1_005_000 * 256 + ord("i"))])
     broken = save_run(db, plan_hash="h", tool="iperf3", pattern="pair", arguments="",
                       measurements=[ROW.model_copy(update={"destination": "b\nc"})])

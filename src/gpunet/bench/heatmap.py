@@ -91,8 +91,9 @@ def shown_percent(pct: float) -> float:
 def cells_of(results: Iterable[Measurement]) -> CellColumns:
     """Measurements in memory as the columns the store reads for drawing."""
     kept = list(results)
-    return CellColumns(sources=[m.source for m in kept], destinations=[m.destination for m in kept],
-                       codes=" ".join(str(cell_code(m.percent_of_expected, m.status)) for m in kept))
+    codes = " ".join(str(cell_code(m.percent_of_expected, m.status)) for m in kept)
+    return CellColumns(sources=[m.source for m in kept], runs=[1] * len(kept),
+                       destinations=[m.destination for m in kept], codes=codes)
 
 
 @dataclass(frozen=True)
@@ -111,9 +112,9 @@ def grid_of(cells: CellColumns) -> Grid:
     np = _numpy()
     names = tuple(sorted(set(cells.sources) | set(cells.destinations), key=natural_key))
     index = {name: i for i, name in enumerate(names)}
-    count, n = len(cells.sources), len(names)
-    flat = (np.fromiter(map(index.__getitem__, cells.sources), dtype=np.int64, count=count) * n
-            + np.fromiter(map(index.__getitem__, cells.destinations), dtype=np.int64, count=count))
+    count, n = cells.count, len(names)
+    sources = np.repeat(np.fromiter(map(index.__getitem__, cells.sources), dtype=np.int64), cells.runs)
+    flat = sources * n + np.fromiter(map(index.__getitem__, cells.destinations), dtype=np.int64, count=count)
     codes = np.fromstring(cells.codes, dtype=np.int64, sep=" ") if count else np.zeros(0, np.int64)
     if len(codes) != count:
         raise UsageError(f"{len(codes)} cell codes for {count} measurements: not a run gpunet wrote")
@@ -207,23 +208,47 @@ def figure_pixels(nodes: int) -> tuple[int, int]:
 def write_png(cells: CellColumns, path: Path, title: str) -> None:
     """Draw a run's cells as a heat map (cell_colours), the legend naming the colours off the
     scale; names and numbers in the cells for small clusters, inconclusive cells hatched."""
-    if not cells.sources:
+    if not cells.count:
         raise UsageError("nothing to draw: the run has no pair measurements")
     _numpy()
     grid = grid_of(cells)
+    colours = cell_colours(grid.percent, grid.rank)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if len(grid.names) > LABEL_UP_TO:
+        _write_large(grid, colours, title, path)
+        return
     figure, axes = _figure(len(grid.names))
-    axes.imshow(cell_colours(grid.percent, grid.rank), interpolation="nearest")
+    axes.imshow(colours, interpolation="nearest")
     axes.set(title=title, xlabel="to", ylabel="from")
     _label_axes(axes, grid.names)
-    if len(grid.names) <= LABEL_UP_TO:
-        _hatch_inconclusive(axes, grid)
+    _hatch_inconclusive(axes, grid)
     if len(grid.names) <= ANNOTATE_UP_TO:
         _annotate(axes, grid)
-    _legend(figure, axes, len(grid.names) > LABEL_UP_TO)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # Agg, without pyplot's global state. zlib's fastest level: measurements vary a percent or two from
-    # cell to cell, so a large map barely compresses, and level 6 took 3 times as long to encode it.
-    figure.savefig(path, format="png", dpi=DPI, pil_kwargs={"compress_level": 1})
+    _legend(figure, axes, fixed=False)
+    figure.savefig(path, format="png", dpi=DPI)  # Agg, without pyplot's global state
+
+
+def _write_large(grid: Grid, colours: Any, title: str, path: Path) -> None:
+    """Past LABEL_UP_TO nodes: Agg draws the frame (title, colour bar, legend) around an empty box
+    of whole pixels a cell, and the cells' colours are then copied into that box as they are:
+    resampling 4 million cells through matplotlib's image pipeline took most of the time."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: PLC0415
+    from PIL import Image  # noqa: PLC0415  (matplotlib's own dependency)
+
+    np, nodes = _numpy(), len(grid.names)
+    figure, axes = _figure(nodes)
+    axes.set(title=title, xlabel="to", ylabel="from", xticks=[], yticks=[])
+    axes.set_frame_on(False)
+    _legend(figure, axes, fixed=True)
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()  # type: ignore[no-untyped-call]
+    pixels = np.array(canvas.buffer_rgba())  # type: ignore[no-untyped-call]
+    scale, top = max(1, BIG_AXES_PX // nodes), MARGINS["top"]
+    side = scale * nodes
+    pixels[top:top + side, MARGINS["left"]:MARGINS["left"] + side] = colours.repeat(scale, 0).repeat(scale, 1)
+    # zlib's fastest level: cells vary a percent or two from one to the next, so a large map barely
+    # compresses, and level 6 took 3 times as long.
+    Image.fromarray(pixels).save(path, format="PNG", compress_level=1)
 
 
 def _figure(nodes: int) -> tuple[Figure, Axes]:

@@ -27,20 +27,22 @@ CREATE TABLE IF NOT EXISTS measurements (
     run_id INTEGER NOT NULL REFERENCES runs(id), source TEXT NOT NULL, destination TEXT NOT NULL,
     plane TEXT NOT NULL, metric TEXT NOT NULL, value REAL NOT NULL, unit TEXT NOT NULL,
     expected REAL, status TEXT NOT NULL, raw TEXT NOT NULL, rail INTEGER, health TEXT, reason TEXT,
-    attempts INTEGER NOT NULL DEFAULT 1
+    attempts INTEGER NOT NULL DEFAULT 1, cell INTEGER
 );
 """
 # Columns added since the first schema, added to an older database when it is next written to.
-ADDED_COLUMNS = {"rail": "INTEGER", "health": "TEXT", "reason": "TEXT", "attempts": "INTEGER NOT NULL DEFAULT 1"}
+ADDED_COLUMNS = {"rail": "INTEGER", "health": "TEXT", "reason": "TEXT", "attempts": "INTEGER NOT NULL DEFAULT 1",
+                 "cell": "INTEGER"}
 # A run's cells read from an index without touching the rows: raw outputs (tens of kB each, and
-# the columns after them) stay on disk when a 2 000-node run's matrix is drawn.
-CELLS_INDEX = ("CREATE INDEX IF NOT EXISTS measurements_cells "
-               "ON measurements (run_id, source, destination, value, expected, status)")
+# the columns after them) stay on disk when a 2 000-node run's matrix is drawn. `cell` is the
+# measurement as a matrix cell (cell_code), written with it: 2 million cells cost no arithmetic.
+CELLS_INDEX = "CREATE INDEX IF NOT EXISTS measurements_cells ON measurements (run_id, source, destination, cell)"
 QUERY_SECONDS = 60  # a backstop: runs and measurements must be plain tables, so reads are linear
 MAX_RAW = 1 << 20  # a measurement's raw tool output: iperf3's JSON is tens of kB
 MAX_HEALTH = 1 << 14  # two ends' health as JSON: a few hundred bytes
 COLUMNS = ("source", "destination", "plane", "metric", "value", "unit", "expected", "status", "raw", "rail",
            "health", "reason", "attempts")
+WRITTEN = (*COLUMNS, "cell")
 
 
 class Measurement(Frozen):
@@ -86,20 +88,31 @@ class RunSummary(Frozen):
 @dataclass(frozen=True)
 class CellColumns:
     """A run's pair measurements as columns, only what a matrix needs, packed so that 2 million of
-    them cross from SQLite in C: `codes` holds one integer a measurement, separated by spaces, the
-    % of expected times PERCENT_SCALE (-1: no expectation) times 256 plus the code point of the
-    status's first letter (cell_code)."""
+    them cross from SQLite in C. Row by row: the source (`sources[i]` for the next `runs[i]` rows),
+    the destination, and in `codes` one integer a row, separated by spaces: the % of expected times
+    PERCENT_SCALE (-1: no expectation) times 256 plus the code point of the status's first letter
+    (cell_code)."""
 
     sources: list[str]
+    runs: list[int]
     destinations: list[str]
     codes: str
+
+    @property
+    def count(self) -> int:
+        return len(self.destinations)
 
 
 PERCENT_SCALE = 10_000  # percent to 1e-4: far finer than the whole percent a cell shows
 
 
+# cell_code in SQL, for rows written before the `cell` column.
+CELL_SQL = (f"(CASE WHEN expected > 0 AND value >= 0 THEN CAST(round({PERCENT_SCALE} * 100.0 * value / expected) "
+            "AS INTEGER) ELSE -1 END * 256 + unicode(status))")
+
+
 def cell_code(percent: float | None, status: str) -> int:
-    """One measurement as CellColumns packs it (the SQL in load_cells computes the same)."""
+    """One measurement as CellColumns packs it (CELL_SQL computes the same)."""
     scaled = -1 if percent is None or not percent >= 0 else round(percent * PERCENT_SCALE)
     return scaled * 256 + (ord(status[0]) if status else 0)
 
@@ -191,12 +204,14 @@ def add_measurements(path: Path, run_id: int, measurements: list[Measurement]) -
     same pair instead, so a run keeps one row a pair."""
     with closing(_open(path)) as db, db:
         added = [m for m in measurements if m.attempts == 1 or not _replace(db, run_id, m)]
-        db.executemany(f"INSERT INTO measurements (run_id, {', '.join(COLUMNS)}) VALUES (?{', ?' * len(COLUMNS)})",
+        db.executemany(f"INSERT INTO measurements (run_id, {', '.join(WRITTEN)}) VALUES (?{', ?' * len(WRITTEN)})",
                        ((run_id, *_row(m)) for m in added))
 
 
 def _row(m: Measurement) -> tuple[object, ...]:
-    return tuple(HEALTH.dump_json(m.health).decode() if c == "health" else getattr(m, c) for c in COLUMNS)
+    """The values of WRITTEN for a measurement."""
+    fields = (HEALTH.dump_json(m.health).decode() if c == "health" else getattr(m, c) for c in COLUMNS)
+    return (*fields, cell_code(m.percent_of_expected, m.status))
 
 
 def _replace(db: sqlite3.Connection, run_id: int, m: Measurement) -> bool:
@@ -204,7 +219,7 @@ def _replace(db: sqlite3.Connection, run_id: int, m: Measurement) -> bool:
                        "AND plane = ? AND metric = ? AND rail IS ? AND status = 'inconclusive' LIMIT 1",
                        (run_id, m.source, m.destination, m.plane, m.metric, m.rail)).fetchone()
     if found is not None:
-        db.execute(f"UPDATE measurements SET {', '.join(f'{c} = ?' for c in COLUMNS)} WHERE rowid = ?",
+        db.execute(f"UPDATE measurements SET {', '.join(f'{c} = ?' for c in WRITTEN)} WHERE rowid = ?",
                    (*_row(m), found[0]))
     return found is not None
 
@@ -246,34 +261,61 @@ def _measurement(row: Sequence[object]) -> Measurement:
 
 def worst(path: Path, run_id: int, limit: int) -> tuple[list[Measurement], dict[str, int]]:
     """The run's `limit` worst measurements (not ok first, then the lowest % of expected) and the
-    count of each status, without loading the rest."""
+    count of each status, ranked on the cells index where every row has its code (a run of 2
+    million rows is not read whole, nor its raw outputs), else on the rows."""
     with _reading(path) as db:
         present = {row[1] for row in db.execute("PRAGMA table_info(measurements)")}
+        coded = "cell" in present and not db.execute("SELECT COUNT(*) - COUNT(cell) FROM measurements "
+                                                     "WHERE run_id = ?", (run_id,)).fetchone()[0]
+        order = ("(cell & 255) = 111, cell >> 8" if coded  # 111: the o of ok
+                 else "status = 'ok', CASE WHEN expected > 0 THEN value / expected ELSE 0 END")
+        rowids = [r[0] for r in db.execute(f"SELECT rowid FROM measurements WHERE run_id = ? ORDER BY {order} "
+                                           "LIMIT ?", (run_id, limit))]
         selected = ", ".join(_column(c) if c in present else f"NULL AS {c}" for c in COLUMNS)
-        rows = db.execute(f"SELECT {selected} FROM measurements WHERE run_id = ? ORDER BY status = 'ok', "
-                          "CASE WHEN expected > 0 THEN value / expected ELSE 0 END LIMIT ?", (run_id, limit)).fetchall()
-        counts = db.execute("SELECT substr(status, 1, 64), COUNT(*) FROM measurements WHERE run_id = ? "
-                            "GROUP BY status", (run_id,)).fetchall()
-        return [_measurement(row) for row in rows], dict(counts)
+        rows = [db.execute(f"SELECT {selected} FROM measurements WHERE rowid = ?", (rowid,)).fetchone()
+                for rowid in rowids]
+        return [_measurement(row) for row in rows], _status_counts(db, run_id, coded)
+
+
+def _status_counts(db: sqlite3.Connection, run_id: int, coded: bool) -> dict[str, int]:
+    """How many measurements of each status: by the first letter in the cells index when coded."""
+    if not coded:
+        return dict(db.execute("SELECT substr(status, 1, 64), COUNT(*) FROM measurements WHERE run_id = ? "
+                               "GROUP BY status", (run_id,)).fetchall())
+    by_letter = {ord(status[0]): status for status in ("ok", "inconclusive", "low", "failed")}
+    counts: dict[str, int] = {}
+    for letter, count in db.execute("SELECT cell & 255, COUNT(*) FROM measurements WHERE run_id = ? "
+                                    "GROUP BY cell & 255", (run_id,)):
+        status = by_letter.get(letter, "other")
+        counts[status] = counts.get(status, 0) + count
+    return counts
 
 
 def load_cells(path: Path, run_id: int) -> CellColumns:
     """A run's measurements as matrix cells (CellColumns), read through the cells index, one row a
     source (names and codes of a source's rows aggregated together, so they line up whatever order
-    SQLite reads them in). A row that does not fit (a NULL, a line break in a name, a rate beyond 64
-    bits) breaks a count and is refused; SQLite's limit on a string (1 GB) bounds a crafted row."""
-    code = (f"(CASE WHEN expected > 0 AND value >= 0 THEN CAST(round({PERCENT_SCALE} * 100.0 * value / expected) "
-            "AS INTEGER) ELSE -1 END * 256 + unicode(status))")
+    SQLite reads them in); rows written before `cell` existed are coded here from the table. A row
+    that does not fit (a NULL, a line break in a name) breaks a count and is refused; SQLite's limit
+    on a string (1 GB) bounds what a crafted row costs."""
     with _reading(path) as db:
-        groups = db.execute(f"SELECT source, COUNT(*), group_concat(destination, char(10)), group_concat({code}, ' ') "
-                            "FROM measurements WHERE run_id = ? GROUP BY source", (run_id,)).fetchall()
-    sources = [name for name, count, _, _ in groups for _ in range(count)]
-    destinations = "\n".join(names for _, _, names, _ in groups).split("\n") if groups else []
-    if len(destinations) != len(sources) or not all(isinstance(name, str) and isinstance(codes, str)
-                                                     for name, _, _, codes in groups):
+        coded = "cell" in {row[1] for row in db.execute("PRAGMA table_info(measurements)")}
+        groups = _cell_groups(db, run_id, "cell") if coded else []
+        if not coded or any(cells != count for _, count, cells, *_ in groups):
+            groups = _cell_groups(db, run_id, CELL_SQL)
+    destinations = "\n".join(names for *_, names, _ in groups).split("\n") if groups else []
+    if len(destinations) != sum(count for _, count, *_ in groups) or not all(
+            isinstance(name, str) and isinstance(codes, str) for name, *_, codes in groups):
         raise UsageError(f"{path}: run {run_id} has rows gpunet did not write (a line break in a node name, "
                          "or a NULL)")
-    return CellColumns(sources=sources, destinations=destinations, codes=" ".join(codes for *_, codes in groups))
+    return CellColumns(sources=[name for name, *_ in groups], runs=[count for _, count, *_ in groups],
+                       destinations=destinations, codes=" ".join(codes for *_, codes in groups))
+
+
+def _cell_groups(db: sqlite3.Connection, run_id: int, code: str) -> list[tuple[str, int, int, str, str]]:
+    """Per source: its rows, its rows with a code, its destinations and their codes."""
+    return db.execute(f"SELECT source, COUNT(*), COUNT({code}), group_concat(destination, char(10)), "
+                      f"group_concat({code}, ' ') FROM measurements WHERE run_id = ? GROUP BY source",
+                      (run_id,)).fetchall()
 
 
 def run_info(path: Path, run_id: int) -> RunInfo | None:
