@@ -198,11 +198,11 @@ def bench(
     """A tool over a pattern of pairs (iperf3, ib_*_bw), each against the Plan's expectation, or one
     nccl-tests job over the nodes; stored in db. `congestion`: iperf3's TCP congestion control
     (None: the hosts' default); `retry_inconclusive`: rounds of re-measuring, one at a time, the
-    pairs an end's saturation left inconclusive."""
+    pairs an end's saturation left inconclusive (not incast's: one pair alone is no incast)."""
     if tool not in TOOLS:
         raise UsageError(f"unknown tool {tool!r}; known: {', '.join(TOOLS)}")
     plan, setup = _bench_setup(plan_source, lab, plane, seconds, tool)
-    setup = replace(setup, congestion=congestion, retries=retry_inconclusive)
+    setup = replace(setup, congestion=congestion, retries=0 if pattern == "incast" else retry_inconclusive)
     chosen = bench_nodes(plan, plane, nodes)
     rounds = pattern_rounds(plan, plane, pattern, chosen) if tool != "nccl" else []
     launch = (launcher or pick_launcher()) if tool == "nccl" else ""  # refused before a run is recorded

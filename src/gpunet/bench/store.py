@@ -104,17 +104,16 @@ class CellColumns:
 
 
 PERCENT_SCALE = 10_000  # percent to 1e-4: far finer than the whole percent a cell shows
-
-
+MAX_SCALED = 10**12  # 100 million %, beyond any measurement: 256 times it still fits SQLite's 64 bits
 # cell_code in SQL, for rows written before the `cell` column.
-CELL_SQL = (f"(CASE WHEN expected > 0 AND value >= 0 THEN CAST(round({PERCENT_SCALE} * 100.0 * value / expected) "
-            "AS INTEGER) ELSE -1 END * 256 + unicode(status))")
+CELL_SQL = (f"(CASE WHEN expected > 0 AND value >= 0 THEN min(CAST(round({PERCENT_SCALE} * 100.0 * value / "
+            f"expected) AS INTEGER), {MAX_SCALED}) ELSE -1 END * 256 + (unicode(status) & 255))")
 
 
 def cell_code(percent: float | None, status: str) -> int:
     """One measurement as CellColumns packs it (CELL_SQL computes the same)."""
-    scaled = -1 if percent is None or not percent >= 0 else round(percent * PERCENT_SCALE)
-    return scaled * 256 + (ord(status[0]) if status else 0)
+    scaled = -1 if percent is None or not percent >= 0 else min(percent * PERCENT_SCALE, MAX_SCALED)
+    return round(scaled) * 256 + (ord(status[0]) & 255 if status else 0)
 
 
 HEALTH = TypeAdapter(tuple[EndHealth, ...])
