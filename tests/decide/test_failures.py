@@ -13,7 +13,7 @@ from gpunet.design import design
 from gpunet.model.plan import Plan
 from gpunet.model.spec import Spec
 from tests.decide.examples import example_plan
-from tests.decide.recompute import recompute
+from tests.decide.recompute import Recomputed, recompute
 from tests.decide.strategies import SETTINGS, plans
 
 
@@ -107,3 +107,21 @@ def test_the_reported_loss_equals_a_recomputation_without_the_element(plan: Plan
 @pytest.mark.parametrize("name", ["small-ethernet", "scalable-unit", "two-servers-direct"])
 def test_the_examples_losses_equal_a_recomputation(name: str) -> None:
     assert_recomputed(example_plan(name))
+
+
+@pytest.mark.parametrize("plan", [
+    one_plane(20, 8, style="three-tier", oversubscription={"leaf": 2}),  # 5 leaves in 2 pods, 2 cores
+    one_plane(12, 8, nics=2, style="rail-optimized", oversubscription={"leaf": 3}),  # 2 units of 2 rail leaves
+], ids=["three-tier", "rails"])
+def test_the_reported_element_is_the_worst_of_its_kind(plan: Plan) -> None:
+    """Every leaf, spine, core and cable removed in turn: none costs more than the one reported."""
+    switches = {s.name: s.tier for s in plan.switches}
+    cables = {f"{c.a.device}:{c.a.port} {c.b.device}:{c.b.port}" for c in plan.links}
+    for found in plane_failures(plan, "storage").impacts:
+        names = cables if found.element == "cable" else {n for n, tier in switches.items() if tier == found.element}
+        worst = max(_cost(recompute(plan, "storage", name)) for name in names)
+        assert _cost(found) == worst, found
+
+
+def _cost(c: FailureImpact | Recomputed) -> tuple[int, float, float, int]:
+    return c.nodes_cut_off, round(c.bisection_lost_pct, 9), round(c.rail_lost_pct or 0, 9), c.pairs_losing_paths

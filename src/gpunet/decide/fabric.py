@@ -5,6 +5,7 @@ same leaves, with the same cables to each, lose alike)."""
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gpunet.model.plan import Link, Plan
@@ -49,43 +50,60 @@ class Fabric:
     pod_sharing: Counter[Pod] = field(default_factory=Counter)  # pairs in the pod that share a leaf
     pod_cores: dict[Pod, set[str]] = field(default_factory=lambda: defaultdict(set))
     core_pods: dict[str, set[Pod]] = field(default_factory=dict)
-    _reach: dict[str, int] = field(default_factory=dict)
+    core_nodes: dict[str, int] = field(default_factory=dict)  # nodes under the pods a core joins
+    by_tier: dict[str, list[str]] = field(default_factory=dict)  # leaf/spine/core -> switches, in plan order
+    _reach: dict[frozenset[str], int] = field(default_factory=dict)
+    _lost: dict[tuple[tuple[str, int], ...], float] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, plan: Plan, plane: str) -> Fabric:
+    def read(cls, plan: Plan, plane: str, links: Iterable[Link] | None = None) -> Fabric:
+        """The plane's fabric from the plan (`links`: the plane's cables, when the caller has them)."""
         style = next((p.style for p in plan.planes if p.name == plane), "")
         fabric = cls(plane, style == "rail-optimized")
         fabric.tier_of = {s.name: s.tier for s in plan.switches if s.plane == plane}
         fabric.rail_of = {s.name: s.rail for s in plan.switches if s.plane == plane and s.rail is not None}
-        fabric.totals.update(dict.fromkeys({c.tier for c in plan.links if c.plane == plane}, 0))
-        for link in plan.links:
-            if link.plane == plane:
-                fabric._add(link)
+        fabric._add_all(links if links is not None else (c for c in plan.links if c.plane == plane))
         fabric._derive()
         return fabric
 
-    def _add(self, link: Link) -> None:
-        self.cables += 1
-        self.totals[link.tier] += link.gbps
-        cable = (link.a.device, link.a.port, link.b.device, link.b.port)
-        lower, upper = link.a.device, link.b.device
-        if link.tier == "direct":
-            self.direct.append(link)
+    def _add_all(self, links: Iterable[Link]) -> None:
+        """Cables between the same two devices are added together: one pass over 10^5 cables."""
+        pairs: dict[tuple[str, str, str], list[int]] = {}
+        first = self.first_cable
+        for link in links:
+            a, b = link.a, link.b
+            key = (link.tier, a.device, b.device)
+            found = pairs.get(key)
+            if found is None:
+                pairs[key] = [1, link.gbps]
+                first[a.device, b.device] = (a.device, a.port, b.device, b.port)
+            else:
+                found[0] += 1
+                found[1] += link.gbps
+            if link.tier == "direct":
+                self.direct.append(link)
+        for (tier, lower, upper), (count, gbps) in pairs.items():
+            self._add(tier, lower, upper, count, gbps)
+
+    def _add(self, tier: str, lower: str, upper: str, count: int, gbps: int) -> None:
+        self.cables += count
+        self.totals[tier] += gbps
+        if tier == "direct":
             return
-        self.down[upper] += link.gbps
-        if link.tier == "node_leaf":
-            self.attach[lower][upper] += 1
-            self.node_gbps[lower] = link.gbps
-            self.first_cable.setdefault((lower, upper), cable)
+        self.down[upper] += gbps
+        if tier == "node_leaf":
+            self.attach[lower][upper] += count
+            self.node_gbps[lower] = gbps // count
             return
-        self.up[lower] += link.gbps
-        self.below[upper][lower] += link.gbps
+        self.up[lower] += gbps
+        self.below[upper][lower] += gbps
         self.above[lower].add(upper)
-        self.adjacency[lower, upper] += 1
-        self.pair_gbps[lower, upper] += link.gbps
-        self.first_cable.setdefault((lower, upper), cable)
+        self.adjacency[lower, upper] += count
+        self.pair_gbps[lower, upper] += gbps
 
     def _derive(self) -> None:
+        for name, tier in self.tier_of.items():
+            self.by_tier.setdefault(tier, []).append(name)
         self.class_of = {n: tuple(sorted(c.items())) for n, c in self.attach.items()}
         self.class_size = Counter(self.class_of.values())
         for node, key in self.class_of.items():
@@ -119,6 +137,7 @@ class Fabric:
         for spine in self.tier_switches("spine"):
             self.pod_cores[self.pod_of[spine]] |= self.above.get(spine, set())
         self.core_pods = {core: {self.pod_of[s] for s in self.below[core]} for core in self.tier_switches("core")}
+        self.core_nodes = {core: sum(self.pod_nodes[p] for p in pods) for core, pods in self.core_pods.items()}
 
     def _rails(self) -> None:
         if self.rail_optimized:
@@ -135,14 +154,15 @@ class Fabric:
         return self.tier_switches("core")
 
     def tier_switches(self, tier: str) -> list[str]:
-        return [name for name, t in self.tier_of.items() if t == tier]
+        return self.by_tier.get(tier, [])
 
     def reach(self, spine: str) -> int:
-        """Nodes in other pods that reach this spine's pod through its cores."""
-        if spine not in self._reach:
-            pod, cores = self.pod_of[spine], self.above.get(spine, set())
-            self._reach[spine] = sum(n for p, n in self.pod_nodes.items() if p != pod and self.pod_cores[p] & cores)
-        return self._reach[spine]
+        """Nodes in other pods that reach this spine's pod through its cores (spines joining the same
+        cores share the count of nodes under pods that touch them)."""
+        cores = frozenset(self.above.get(spine, ()))
+        if cores not in self._reach:
+            self._reach[cores] = sum(n for p, n in self.pod_nodes.items() if self.pod_cores[p] & cores)
+        return self._reach[cores] - (self.pod_nodes[self.pod_of[spine]] if cores else 0)
 
     def rail_drop(self, leaf: str, down_lost: int, up_lost: int, whole: bool = False) -> dict[int, int]:
         """Gb/s a rail loses when its leaf loses down_lost toward the nodes and up_lost toward the
@@ -153,6 +173,19 @@ class Fabric:
         before = min(self.down[leaf], self.up[leaf])
         after = 0 if whole else min(self.down[leaf] - down_lost, self.up[leaf] - up_lost)
         return {rail: before - after}
+
+    def rail_lost(self, drop: dict[int, int]) -> float:
+        """Percent of the worst-hit rail's Gb/s that a drop per rail takes away."""
+        return max((100.0 * g / self.rails[r] for r, g in drop.items() if self.rails.get(r)), default=0.0)
+
+    def bisection_lost(self, lost: dict[str, int]) -> float:
+        """Percent of the bisection that losing `lost` Gb/s per tier takes away (asked once a cable:
+        the answers are kept)."""
+        key = tuple(sorted(lost.items()))
+        if key not in self._lost:
+            before = self.bisection({})
+            self._lost[key] = 100.0 * (1 - self.bisection(lost) / before) if before else 0.0
+        return self._lost[key]
 
     def bisection(self, lost: dict[str, int]) -> float:
         """design/capacity.py's bisection of what is left: half the thinnest tier (direct: all of it)."""

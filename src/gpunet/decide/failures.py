@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gpunet.decide.fabric import Cable, Fabric, connected_pairs, pairs_of
-from gpunet.model.base import Frozen
-from gpunet.model.plan import Plan
+from gpunet.model.base import Frozen, bulk_objects
+from gpunet.model.plan import Link, Plan
 
 Element = Literal["leaf", "spine", "core", "cable"]
 
@@ -64,11 +64,15 @@ class _Candidate:
 
 
 def plan_failures(plan: Plan) -> tuple[PlaneFailures, ...]:
-    return tuple(plane_failures(plan, p.name) for p in plan.planes)
+    by_plane: dict[str, list[Link]] = {p.name: [] for p in plan.planes}
+    for link in plan.links:
+        by_plane[link.plane].append(link)
+    with bulk_objects():  # counting allocates 10^5 small objects: no cyclic GC passes over the plan's
+        return tuple(plane_failures(plan, name, links) for name, links in by_plane.items())
 
 
-def plane_failures(plan: Plan, plane: str) -> PlaneFailures:
-    fabric = Fabric.read(plan, plane)
+def plane_failures(plan: Plan, plane: str, links: list[Link] | None = None) -> PlaneFailures:
+    fabric = Fabric.read(plan, plane, links)
     impacts = []
     for element, candidates in _candidates(fabric):
         if candidates:
@@ -99,12 +103,11 @@ def _impact(f: Fabric, element: Element, c: _Candidate, count: int) -> FailureIm
 
 
 def _bisection_pct(f: Fabric, c: _Candidate) -> float:
-    before = f.bisection({})
-    return 100.0 * (1 - f.bisection(c.lost) / before) if before else 0.0
+    return f.bisection_lost(c.lost)
 
 
 def _rail_pct(f: Fabric, c: _Candidate) -> float:
-    return max((100.0 * g / f.rails[r] for r, g in c.rail_lost.items() if f.rails.get(r)), default=0.0)
+    return f.rail_lost(c.rail_lost)
 
 
 def _still_connected(f: Fabric, c: _Candidate) -> int:
@@ -160,26 +163,41 @@ def _node_cables(f: Fabric) -> Iterator[_Candidate]:
 
 
 def _leaf_spine_cables(f: Fabric) -> Iterator[_Candidate]:
-    for (leaf, spine), gbps in f.pair_gbps.items():
-        if f.tier_of.get(leaf) != "leaf":
-            continue
-        outside = f.pod_nodes[f.pod_of[leaf]] + f.reach(spine)
-        losing = sum(f.class_size[k] * (outside - f.shared[k]) for k in f.classes_at.get(leaf, []))
-        one = gbps // f.adjacency[leaf, spine]
-        yield _Candidate(name=f.cable_name(f.first_cable[leaf, spine]), lost={"leaf_spine": one},
-                         rail_lost=f.rail_drop(leaf, 0, one), losing=losing, removed=f.first_cable[leaf, spine],
-                         pairs=f"pairs across leaves from {leaf}")
+    """Per leaf, its worst uplink (by the same key as every candidate): uplinks differ only in the
+    spine's reach, and their speed were it mixed."""
+    for leaf in f.tier_switches("leaf"):
+        inside = f.pod_nodes[f.pod_of[leaf]]
+        attached = [(f.class_size[k], f.shared[k]) for k in f.classes_at.get(leaf, [])]
+        options = [_uplink(f, leaf, spine, inside, attached) for spine in f.above.get(leaf, ())]
+        if options:
+            _, spine, one, losing = max(options, key=lambda o: o[0])
+            cable = f.first_cable[leaf, spine]
+            yield _Candidate(name=f.cable_name(cable), lost={"leaf_spine": one}, rail_lost=f.rail_drop(leaf, 0, one),
+                             losing=losing, removed=cable, pairs=f"pairs across leaves from {leaf}")
+
+
+def _uplink(f: Fabric, leaf: str, spine: str, inside: int, attached: list[tuple[int, int]]
+            ) -> tuple[tuple[float, float, int], str, int, int]:
+    one = f.pair_gbps[leaf, spine] // f.adjacency[leaf, spine]
+    outside = inside + f.reach(spine)
+    losing = sum(n * (outside - shared) for n, shared in attached)
+    return (f.bisection_lost({"leaf_spine": one}), f.rail_lost(f.rail_drop(leaf, 0, one)), losing), spine, one, losing
 
 
 def _spine_core_cables(f: Fabric) -> Iterator[_Candidate]:
-    for (spine, core), gbps in f.pair_gbps.items():
-        if f.tier_of.get(spine) != "spine":
-            continue
-        pod = f.pod_of[spine]
-        losing = f.pod_nodes[pod] * sum(f.pod_nodes[p] for p in f.core_pods[core] - {pod})
-        yield _Candidate(name=f.cable_name(f.first_cable[spine, core]),
-                         lost={"spine_core": gbps // f.adjacency[spine, core]}, losing=losing,
-                         removed=f.first_cable[spine, core], pairs=f"pairs across pods through {spine}")
+    """Per spine, its worst uplink: they differ in the pods their core joins."""
+    for spine in f.tier_switches("spine"):
+        inside = f.pod_nodes[f.pod_of[spine]]
+        options = []
+        for core in f.above.get(spine, ()):
+            one = f.pair_gbps[spine, core] // f.adjacency[spine, core]
+            losing = inside * (f.core_nodes[core] - inside)
+            options.append(((f.bisection_lost({"spine_core": one}), losing), core, one, losing))
+        if options:
+            _, core, one, losing = max(options, key=lambda o: o[0])
+            cable = f.first_cable[spine, core]
+            yield _Candidate(name=f.cable_name(cable), lost={"spine_core": one}, losing=losing, removed=cable,
+                             pairs=f"pairs across pods through {spine}")
 
 
 def _direct_cables(f: Fabric) -> Iterator[_Candidate]:

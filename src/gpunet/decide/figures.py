@@ -7,10 +7,10 @@ from collections import Counter
 
 from gpunet.decide.catalog import Catalog
 from gpunet.decide.cost import Costing, Totals, price_bom
-from gpunet.decide.failures import PlaneFailures, plane_failures
+from gpunet.decide.failures import PlaneFailures, plan_failures
 from gpunet.decide.growth import plane_headroom
 from gpunet.design.bom import plan_bom
-from gpunet.model.base import Frozen
+from gpunet.model.base import Frozen, bulk_objects
 from gpunet.model.plan import BomLine, Plan, PlaneCapacity
 
 
@@ -59,9 +59,15 @@ class DesignFigures(Frozen):
 
 def design_figures(name: str, plan: Plan, catalog: Catalog | None = None) -> DesignFigures:
     """Every figure of one plan; costs and power only with a catalog."""
+    with bulk_objects():  # 10^5 small tuples and counters: no cyclic GC passes over the plan's 10^6 objects
+        return _figures(name, plan, catalog)
+
+
+def _figures(name: str, plan: Plan, catalog: Catalog | None) -> DesignFigures:
     bom = plan_bom(plan)
     costing = price_bom(bom, catalog, sum(n.gpus for n in plan.nodes)) if catalog else None
-    planes = tuple(_plane(plan, c, bom, costing) for c in plan.capacity)
+    failures = {f.plane: f for f in plan_failures(plan)}
+    planes = tuple(_plane(plan, c, bom, costing, failures[c.plane]) for c in plan.capacity)
     return DesignFigures(
         name=name, site=plan.site.name, nodes=len(plan.nodes), gpus=sum(n.gpus for n in plan.nodes),
         switches=len(plan.switches), cables=len(plan.links), costing=costing, planes=planes,
@@ -69,7 +75,8 @@ def design_figures(name: str, plan: Plan, catalog: Catalog | None = None) -> Des
     )
 
 
-def _plane(plan: Plan, capacity: PlaneCapacity, bom: list[BomLine], costing: Costing | None) -> PlaneFigures:
+def _plane(plan: Plan, capacity: PlaneCapacity, bom: list[BomLine], costing: Costing | None,
+           failures: PlaneFailures) -> PlaneFigures:
     name = capacity.plane
     plane = next(p for p in plan.planes if p.name == name)
     on = [n for n in plan.nodes if any(i.plane == name and i.cabled for i in n.interfaces)]
@@ -81,7 +88,7 @@ def _plane(plan: Plan, capacity: PlaneCapacity, bom: list[BomLine], costing: Cos
         nics=_by_model(lines, "nic"), cables=_by_model(lines, "cable"), transceivers=_by_model(lines, "transceiver"),
         cost=costing.planes.get(name) if costing else None, bisection_gbps=capacity.bisection_gbps,
         oversubscription=capacity.oversubscription, max_hops=capacity.max_hops,
-        headroom=plane_headroom(plan, plane), failures=plane_failures(plan, name),
+        headroom=plane_headroom(plan, plane), failures=failures,
     )
 
 

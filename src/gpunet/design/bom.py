@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from math import ceil
 
 from gpunet.design.media import OPTICAL, cable_model, media_of, nic_model, transceiver_model
+from gpunet.model.base import bulk_objects
 from gpunet.model.plan import BomLine, Link, NicCard, Node, Plan, Plane, Port, Switch
 from gpunet.model.spec import Media
 
@@ -35,7 +36,8 @@ class _Tally:
 
 def plan_bom(plan: Plan) -> list[BomLine]:
     """The full bill of materials of a plan (also of a plan.json written before it was stored)."""
-    return bill_of_materials(plan.planes, plan.nodes, plan.switches, plan.links)
+    with bulk_objects():  # design() holds this pause already; a loaded plan's 10^6 objects need it too
+        return bill_of_materials(plan.planes, plan.nodes, plan.switches, plan.links)
 
 
 def bill_of_materials(planes: Sequence[Plane], nodes: Sequence[Node], switches: Sequence[Switch],
