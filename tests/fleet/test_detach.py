@@ -3,6 +3,7 @@ recording stand-in, there is no systemd here) systemd-run; what status, logs and
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -10,10 +11,13 @@ from pathlib import Path
 
 import pytest
 from ClusterShell.NodeSet import NodeSet
+from typer.testing import CliRunner
 
+from gpunet.cli.main import app
 from gpunet.errors import UsageError
 from gpunet.fleet import ClusterShellRunner, local_runner
 from gpunet.fleet.detach import attach_argv, check_run, follow_output, run_status, start_detached, stop_run
+from gpunet.fleet.runs import detach_here
 
 HERE = NodeSet("here")
 JOB = ["sh", "-c", "echo begin; sleep 1; echo end >&2; exit 3"]
@@ -81,7 +85,7 @@ def test_stop_ends_the_whole_process_group_and_says_so(tmp_path: Path) -> None:
 
 def test_follow_streams_lines_until_the_run_ends(tmp_path: Path) -> None:
     runner, where = local_runner(), str(tmp_path / "runs")
-    start_detached(runner, HERE, "f", ["sh", "-c", "for i in 1 2 3; do echo line $i; sleep 0.3; done"],
+    start_detached(runner, HERE, "f", ["sh", "-c", "for i in 1 2 3; do echo line $i; sleep 0.1; done"],
                    state_dir=where, via="setsid")
     lines: list[tuple[str, str]] = []
     follow_output(runner, HERE, "f", lambda node, line: lines.append((node, line)), state_dir=where)
@@ -104,3 +108,16 @@ def test_attach_is_an_interactive_ssh_to_the_node() -> None:
     argv = attach_argv(runner, "gpu1", "train")
     assert argv[:2] == ["ssh", "-t"] and argv[-2] == "198.18.0.2" and argv[argv.index("-i"):][:2] == ["-i", "/k"]
     assert argv[-1].endswith("gpunet-run '~/.local/state/gpunet/runs' train gpu1")
+
+
+def test_a_run_detached_here_is_found_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `bench run --detach` is to call: the run on this machine, remembered, so `gpunet fleet
+    status NAME` (a later process, no options) comes back to it."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "admin"))
+    detach_here("sweep-1", ["sh", "-c", "echo round 1 stored"], state_dir=str(tmp_path / "runs"), via="setsid")
+    done = CliRunner().invoke(app, ["fleet", "status", "sweep-1", "--wait", "10", "--json"])
+    assert done.exit_code == 0, done.output
+    (group,) = json.loads(done.stdout)["groups"]
+    assert (group["nodes"], group["state"], group["rc"], group["output"]) == ("localhost", "done", 0, "round 1 stored")
+    missing = CliRunner().invoke(app, ["fleet", "status", "never-started", "--json"])
+    assert missing.exit_code == 2 and "no record" in json.loads(missing.stdout)["problems"][0]["message"]

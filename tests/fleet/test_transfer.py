@@ -18,9 +18,10 @@ from typer.testing import CliRunner
 from gpunet.cli.main import app
 from gpunet.errors import ParseError, UsageError
 from gpunet.fleet import local_runner
+from gpunet.fleet.gather import gather_from
 from gpunet.fleet.pack import TransferRefused, manifest_line, pack, parse_manifest, unpack
 from gpunet.fleet.scripts import COPY_FINISH
-from gpunet.fleet.transfer import copy_to, gather_from, remote_path
+from gpunet.fleet.transfer import copy_to, remote_path
 
 
 def _tree(root: Path) -> Path:

@@ -105,7 +105,7 @@ def gather(
 
     Packed and compressed on each node, fetched by ClusterShell's reverse copy, unpacked into a
     staging directory here (nothing outside it), checked, then renamed into place."""
-    from gpunet.fleet.transfer import gather_from
+    from gpunet.fleet.gather import gather_from
 
     wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout,
                            connect_timeout=connect_timeout)

@@ -18,7 +18,7 @@ from gpunet.cli.console import cell, stderr, stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
 from gpunet.cli.fleet_options import FanoutOpt, JsonOpt, KeyOpt, LabOpt, PlanOpt, SshLabOpt, UserOpt, reach
 from gpunet.errors import UsageError
-from gpunet.fleet import ClusterShellRunner
+from gpunet.fleet import ClusterShellRunner, local_runner
 from gpunet.fleet.detach import DetachedRun
 
 NameArg = Annotated[str, typer.Argument(help="The run's name, as given to `fleet run --detach`.")]
@@ -30,12 +30,11 @@ StateDirOpt = Annotated[str | None, typer.Option(
 def start(nodes: NodeSet, runner: ClusterShellRunner, name: str, command: Sequence[str], *, via: str,
           state_dir: str | None, transport: dict[str, str | None], follow: bool, as_json: bool) -> None:
     """`fleet run --detach`: start, remember, and with --follow stream the output until it ends."""
-    from gpunet.fleet.detach import STATE_DIR, start_detached
-    from gpunet.fleet.runs import new_record, save_record
+    from gpunet.fleet.detach import STATE_DIR
+    from gpunet.fleet.runs import start_recorded
 
     where = state_dir or STATE_DIR
-    started = start_detached(runner, nodes, name, command, state_dir=where, via=via)
-    save_record(new_record(name, str(nodes), where, " ".join(command), **transport))
+    started = start_recorded(runner, nodes, name, command, transport=transport, state_dir=where, via=via)
     if follow and not started.failed_to_start:
         _follow(runner, NodeSet.fromlist(started.running), name, where)
         _report(_status(runner, nodes, name, where, 0, 0), as_json)
@@ -123,6 +122,8 @@ def _resolve(name: str, nodes: str | None, lab: str | None, ssh_lab: str | None,
     record = load_record(name)
     if nodes is None and record is None:
         raise UsageError(f"no record of run {name!r} on this machine: name --nodes and how to reach them")
+    if record and record.local and not (nodes or lab or ssh_lab or plan):
+        return NodeSet(record.nodes), local_runner(), state_dir or record.state_dir
     if record and not (lab or ssh_lab or plan):
         lab, ssh_lab, plan = record.lab, record.ssh_lab, Path(record.plan) if record.plan else None
         user, key = user or record.user, key or (Path(record.key) if record.key else None)

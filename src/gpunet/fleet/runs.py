@@ -5,13 +5,21 @@ JSON file per run under $XDG_STATE_HOME/gpunet/runs (~/.local/state/gpunet/runs)
 from __future__ import annotations
 
 import os
+import shlex
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ClusterShell.NodeSet import NodeSet
 from pydantic import ValidationError
 
 from gpunet.errors import UsageError
+from gpunet.fleet import ClusterShellRunner, local_runner
+from gpunet.fleet.detach import STATE_DIR, DetachedRun, start_detached
 from gpunet.model.base import Frozen
+
+TRANSPORT = ("lab", "ssh_lab", "plan", "user", "key")
+HERE = "localhost"  # the node name a run on this machine has
 
 
 class RunRecord(Frozen):
@@ -22,6 +30,7 @@ class RunRecord(Frozen):
     plan: str | None = None  # absolute path
     user: str | None = None
     key: str | None = None
+    local: bool = False  # on this machine (local_runner), not over SSH
     state_dir: str
     command: str
     started: float  # epoch seconds, this machine's clock
@@ -53,5 +62,20 @@ def load_record(name: str) -> RunRecord | None:
         raise UsageError(f"{path} is unreadable ({str(exc).splitlines()[0]}); remove it and name --nodes") from None
 
 
-def new_record(name: str, nodes: str, state_dir: str, command: str, **transport: str | None) -> RunRecord:
-    return RunRecord(name=name, nodes=nodes, state_dir=state_dir, command=command, started=time.time(), **transport)
+def start_recorded(runner: ClusterShellRunner, nodes: NodeSet, name: str, command: Sequence[str], *,
+                   transport: Mapping[str, str | None], local: bool = False, state_dir: str = STATE_DIR,
+                   via: str = "auto") -> DetachedRun:
+    """`start_detached`, remembered here: `gpunet fleet status NAME` then needs only the name.
+    `transport` holds fleet's options (lab, ssh_lab, plan, user, key) as the run was reached."""
+    run = start_detached(runner, nodes, name, command, state_dir=state_dir, via=via)
+    record = RunRecord(name=name, nodes=str(nodes), local=local, state_dir=state_dir, command=shlex.join(command),
+                       started=time.time(), **{k: transport.get(k) for k in TRANSPORT})
+    save_record(record)
+    return run
+
+
+def detach_here(name: str, command: Sequence[str], *, state_dir: str = STATE_DIR, via: str = "auto") -> DetachedRun:
+    """COMMAND detached on this machine (a long `bench run` on the admin or login node): under
+    tmux or setsid, its output and exit status kept, `gpunet fleet status|logs|attach NAME` work."""
+    return start_recorded(local_runner(), NodeSet(HERE), name, command, transport={}, local=True,
+                          state_dir=state_dir, via=via)

@@ -6,6 +6,7 @@ filesystem, so one name for all nodes would collide there."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import tempfile
@@ -53,8 +54,8 @@ def multiplexed(runner: ClusterShellRunner) -> Iterator[ClusterShellRunner]:
     """The runner with one SSH connection per node shared by every step of an operation (a copy
     is three steps: a handshake each costs more than a small file); the masters are closed at
     the end and, if this process dies first, exit on their own after a minute idle."""
-    if runner.transport == "exec":
-        yield runner
+    if runner.transport == "exec" or any(os.path.exists(p) for p in Task.TOPOLOGY_CONFIGS):
+        yield runner  # a gateway of the tree mode would not find this machine's sockets
         return
     with tempfile.TemporaryDirectory(prefix="gpunet-cm-") as sockets:
         path = f"{sockets}/%C"
@@ -87,11 +88,11 @@ def copy_each(runner: ClusterShellRunner, copies: Mapping[str, tuple[str, str]],
                 timeout=timeout, on_done=on_done)
 
 
-def fetched(directory: Path, source: str, target: str) -> Path | None:
-    """Where a reverse copy left a node's file: scp names it `<basename>.<target>`, the tree
-    mode `<basename>`."""
-    name = Path(source).name
-    return next((p for p in (directory / f"{name}.{target}", directory / name) if p.is_file()), None)
+def fetched(directory: Path) -> Path | None:
+    """The file a reverse copy left in a node's own directory (scp and the tree mode name it
+    `<basename>.<node>` after different names of the node): the one file there."""
+    files = [p for p in directory.iterdir() if p.is_file() and not p.is_symlink()]
+    return files[0] if len(files) == 1 else None
 
 
 def target_of(runner: ClusterShellRunner, node: str) -> str:
