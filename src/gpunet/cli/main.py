@@ -135,8 +135,8 @@ def plan(
 
 
 def _print_plan(result: Plan) -> None:
-    head = summary(result)
-    stdout.print(f"[bold]{result.site.name}[/bold]: {head['nodes']} nodes, {head['gpus']} GPUs, "
+    gpus = sum(n.gpus for n in result.nodes)  # not summary(): it also runs the failure analysis
+    stdout.print(f"[bold]{result.site.name}[/bold]: {len(result.nodes)} nodes, {gpus} GPUs, "
                  f"{len(result.switches)} switches, {len(result.links)} cables")
     table = Table(caption="switches: leaf/spine/core · oversub: leaf/spine, down:up · bisection: Gb/s",
                   box=box.SIMPLE_HEAD, pad_edge=False)

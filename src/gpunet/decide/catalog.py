@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, ValidationError
 from pydantic_core import ErrorDetails
@@ -105,7 +105,3 @@ def _known(path: tuple[str | int, ...]) -> str:
     fields: list[str] = list(Catalog.model_fields) if len(path) == 1 else list(Part.model_fields)
     close = difflib.get_close_matches(str(path[-1]), fields, n=1)
     return f"did you mean {close[0]!r}?" if close else f"known keys here: {', '.join(fields)}"
-
-
-def catalog_json(catalog: Catalog) -> dict[str, Any]:
-    return catalog.model_dump(mode="json")

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pydantic import computed_field
+
 from gpunet.decide.catalog import Catalog, Part
 from gpunet.design.bom import plan_bom
 from gpunet.model.base import Frozen
@@ -43,6 +45,7 @@ class Costing(Frozen):
     planes: dict[str, Totals]
     tiers: dict[str, Totals]  # "plane/tier"
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def per_gpu(self) -> float | None:
         return self.total.cost / self.gpus if self.total.cost is not None and self.gpus else None

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from pydantic import computed_field
+
 from gpunet.decide.catalog import Catalog
 from gpunet.decide.cost import Costing, Totals, price_bom
 from gpunet.decide.failures import PlaneFailures, plan_failures
@@ -32,6 +34,7 @@ class PlaneFigures(Frozen):
     headroom: int | None  # nodes that can join before a cable moves
     failures: PlaneFailures
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def cost_per_gpu(self) -> float | None:
         return self.cost.cost / self.gpus if self.cost and self.cost.cost is not None and self.gpus else None
@@ -48,6 +51,7 @@ class DesignFigures(Frozen):
     costing: Costing | None
     planes: tuple[PlaneFigures, ...]
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def headroom(self) -> int | None:
         known = [p.headroom for p in self.planes if p.headroom is not None]
