@@ -103,3 +103,17 @@ def test_a_plan_json_from_before_the_full_bom_still_compares(tmp_path: Path) -> 
     assert sum(b.cables for b in plan_bom(old) if b.item == "cable") == len(old.links)
     result = runner.invoke(app, ["compare", str(tmp_path / "old.json"), str(spec), "--json"])
     assert result.exit_code == 0, result.output
+
+
+def test_a_model_the_catalog_lacks_is_unpriced_never_zero(tmp_path: Path) -> None:
+    catalog = yaml.safe_load(runner.invoke(app, ["compare", "--example-catalog"]).stdout)
+    del catalog["switches"]["QM9700-64xNDR"]
+    (tmp_path / "parts.yaml").write_text(yaml.safe_dump(catalog))
+    result = runner.invoke(app, ["plan", "-o", str(tmp_path / "out"), "--catalog", str(tmp_path / "parts.yaml"),
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    cost = json.loads(result.stdout)["cost"]
+    assert cost["total"]["cost"] is None and cost["total"]["unpriced"] == 2 and cost["per_gpu"] is None
+    assert cost["planes"]["storage"]["cost"] is not None  # the planes without the switch stay priced
+    rows = [r for r in csv.DictReader((tmp_path / "out" / "bom.csv").open()) if r["model"] == "QM9700-64xNDR"]
+    assert [(r["tier"], r["part"], r["price"]) for r in rows] == [("leaf", "unpriced", ""), ("spine", "unpriced", "")]

@@ -102,7 +102,8 @@ def _total(d: DesignFigures) -> Totals | None:
 
 
 def _switches(f: PlaneFigures) -> str:
-    return f"{f.switches['leaf']}/{f.switches['spine']}/{f.switches['core']} {', '.join(f.switch_models)}"
+    counts = f"{f.switches['leaf']}/{f.switches['spine']}/{f.switches['core']}"
+    return f"{counts} {', '.join(f.switch_models)}" if f.switch_models else counts
 
 
 def _currency(catalog: Catalog) -> str:
@@ -148,7 +149,8 @@ def impact_text(impact: FailureImpact | None) -> str:
     parts = [f"{impact.nodes_cut_off:,} cut off", f"bisection −{impact.bisection_lost_pct:.3g}%"]
     if impact.rail_lost_pct is not None:
         parts.append(f"rail −{impact.rail_lost_pct:.3g}%")
-    parts.append(f"{impact.pairs_losing_paths:,} pairs lose paths ({impact.pairs_disconnected:,} all)")
+    pairs = "1 pair loses" if impact.pairs_losing_paths == 1 else f"{impact.pairs_losing_paths:,} pairs lose"
+    parts.append(f"{pairs} paths ({impact.pairs_disconnected:,} all)")
     return " · ".join(parts)
 
 

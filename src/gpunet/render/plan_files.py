@@ -60,8 +60,8 @@ def render_bom_csv(plan: Plan, costing: Costing | None = None) -> str:
 
 
 def _price_cells(p: PricedLine) -> tuple[object, ...]:
-    if p.part is None:
-        return "", "", "", "", ""
+    if p.part is None:  # no catalog entry: said, never a price of 0
+        return "unpriced", "", "", "", ""
     return p.part.part, f"{p.part.price:g}", f"{p.price:g}", f"{p.part.watts:g}", f"{p.watts:g}"
 
 
