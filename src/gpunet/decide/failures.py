@@ -1,4 +1,5 @@
-"""What a failure costs, per plane: the worst single leaf, spine, core and cable to lose.
+"""What a failure costs, per plane: the worst single leaf, spine, core and cable to lose (the
+most nodes cut off, then the most bisection, per-rail bandwidth and node pairs with paths lost).
 
 For each, read off the Plan's cables: the nodes cut off (every cable of theirs on the plane lost:
 a single-homed node under a failed leaf; a dual-homed one keeps its other leaf), the NIC ports cut
@@ -28,7 +29,7 @@ Element = Literal["leaf", "spine", "core", "cable"]
 
 class FailureImpact(Frozen):
     element: Element
-    name: str  # the worst of its kind; a cable as a:port-b:port
+    name: str  # the worst of its kind; a cable as 'a:port b:port'
     of: int  # how many of this kind the plane has
     nodes_cut_off: int
     nics_cut_off: int
