@@ -89,6 +89,7 @@ def test_plan_with_a_catalog_prices_bom_csv_and_summary(tmp_path: Path) -> None:
                for r in rows)
     summary = (out / "summary.md").read_text()
     assert "## What one failure costs" in summary and "| storage | leaf | stor-leaf001 | 21 |" in summary
+    assert "| compute/leaf_spine |" in summary and "| per GPU (256 GPUs) |" in summary
 
 
 def test_a_plan_json_from_before_the_full_bom_still_compares(tmp_path: Path) -> None:

@@ -164,7 +164,19 @@ def _bom_md(plan: Plan, costing: Costing | None) -> list[str]:
                      f"{part} | {price} | {watts} |")
     total = costing.total
     lines.append(f"| total | | | | | | {_money(total.cost, total.unpriced)} | {_money(total.watts, total.unpriced)} |")
-    return lines
+    return lines + _totals_md(costing)
+
+
+def _totals_md(costing: Costing) -> list[str]:
+    """Cost and watts per plane and tier, per plane, and per GPU."""
+    lines = ["", "| plane / tier | cost | watts |", "|---|---|---|"]
+    for plane, plane_totals in costing.planes.items():
+        tiers = [(k, t) for k, t in costing.tiers.items() if k.split("/")[0] == plane]
+        for name, totals in [*tiers, (f"**{plane}**", plane_totals)]:
+            lines.append(f"| {name} | {_money(totals.cost, totals.unpriced)} | "
+                         f"{_money(totals.watts, totals.unpriced)} |")
+    per_gpu = "unknown" if costing.per_gpu is None else f"{costing.per_gpu:,.0f}"
+    return [*lines, f"| per GPU ({costing.gpus} GPUs) | {per_gpu} | |"]
 
 
 def _money(value: float | None, unpriced: int) -> str:
