@@ -3,6 +3,7 @@ written by the store (no lab: `run` gets its measurements from a stand-in for ap
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -199,3 +200,21 @@ def test_show_of_a_large_run_lists_its_worst_pairs_from_the_database(tmp_path: P
     assert "inconclusive" in rows[1] and len(rows) == 20
     assert "1 inconclusive, 1 low, 10009 ok" in result.stdout
     assert (tmp_path / "x.png").read_bytes().startswith(PNG_SIGNATURE)
+
+
+def test_run_on_a_terminal_shows_a_bar_not_lines(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console  # noqa: PLC0415
+
+    from gpunet.cli import bench as bench_cli  # noqa: PLC0415
+
+    terminal = io.StringIO()
+    monkeypatch.setattr(bench_cli, "stderr", Console(file=terminal, force_terminal=True, width=100))
+
+    def measured(**arguments: object) -> tuple[int, list[Measurement]]:
+        arguments["progress"](0, 3, "round 1/3: 4 pairs")  # type: ignore[operator]
+        return 1, [m("a", "b", 9.5)]
+
+    monkeypatch.setattr(api, "bench", measured)
+    result = runner.invoke(app, ["bench", "run", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == "" and "round 1/3: 4 pairs" in terminal.getvalue()  # drawn by the bar
