@@ -207,3 +207,11 @@ def test_bad_input_is_exit_2_with_one_line(tmp_path: Path, argv: list[str]) -> N
     done = CliRunner().invoke(app, ["fleet", *[a.format(**names) for a in argv], "--json"])
     assert done.exit_code == 2, done.output
     assert json.loads(done.stdout)["error"] == "UsageError"  # one message, no traceback
+
+
+def test_a_copy_of_dot_lands_under_the_directorys_own_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source, dest = _tree(tmp_path), tmp_path / "dest"
+    dest.mkdir()
+    monkeypatch.chdir(source)
+    assert copy_to(local_runner(), NodeSet("n1"), Path("."), str(dest)).failed == []
+    assert _digests(dest / "model") == _digests(source)

@@ -232,6 +232,8 @@ def unpack(archive: Path, into: Path, compress: str, top: str, manifest: dict[st
     """Extract a node's archive into `into` (every member under `top`, links inside, no devices)
     and check each file against the manifest; returns into/top and the bytes its files hold.
     TransferRefused if not."""
+    if not hasattr(tarfile, "data_filter"):  # Python >= 3.11.4: without it a node could write anywhere
+        raise TransferRefused("this Python's tarfile has no data filter (3.11.4 or later); not unpacking")
     into.mkdir(mode=0o700)
     source = subprocess.Popen([*DECOMPRESSORS[compress], str(archive)], stdout=subprocess.PIPE) \
         if DECOMPRESSORS[compress] else None

@@ -127,6 +127,9 @@ def copy_to(runner: ClusterShellRunner, nodes: NodeSet, source: Path, dest: str,
     dest = remote_path(dest, "destination")
     if not source.exists():
         raise UsageError(f"{source}: no such file or directory here")
+    source = Path(os.path.abspath(source))  # `.` and `..` by the names they stand for
+    if not source.name:
+        raise UsageError("copy a file or a directory, not /")
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gpunet-copy-") as stage, multiplexed(runner) as shared:
         packed, finish = _prepare(source, Path(stage), compress, progress)
