@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -218,3 +221,23 @@ def test_run_on_a_terminal_shows_a_bar_not_lines(db: Path, monkeypatch: pytest.M
     result = runner.invoke(app, ["bench", "run", "--db", str(db)])
     assert result.exit_code == 0, result.output
     assert result.stderr == "" and "round 1/3: 4 pairs" in terminal.getvalue()  # drawn by the bar
+
+
+def test_bench_run_detached_is_the_same_command_found_by_name(tmp_path: Path) -> None:
+    """`bench run --detach NAME` starts this very command line (less --detach) in this directory with
+    this user's database, and returns; `fleet status NAME` comes back to it. The plan here does not
+    exist, so the detached sweep ends at once with bench's own error, which its log shows."""
+    env = os.environ | {"XDG_STATE_HOME": str(tmp_path / "state"), "HOME": str(tmp_path), "TMUX_TMPDIR": str(tmp_path)}
+    gpunet = [sys.executable, "-m", "gpunet"]
+    started = subprocess.run([*gpunet, "bench", "run", "missing-plan.json", "--detach", "sweep-a"], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert started.returncode == 0, started.stderr
+    assert "gpunet fleet status sweep-a" in started.stdout
+    status = subprocess.run([*gpunet, "fleet", "status", "sweep-a", "--wait", "30", "--json"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=60, check=False)
+    (group,) = json.loads(status.stdout)["groups"]
+    assert (group["state"], group["rc"]) == ("done", 2), group
+    assert "missing-plan.json" in group["output"]
+    record = json.loads((tmp_path / "state" / "gpunet" / "runs" / "sweep-a.json").read_text())
+    assert "--detach" not in record["command"] and str(tmp_path / "state" / "gpunet" / "bench.sqlite") in \
+        record["command"]

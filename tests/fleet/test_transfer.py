@@ -215,3 +215,18 @@ def test_a_copy_of_dot_lands_under_the_directorys_own_name(tmp_path: Path, monke
     monkeypatch.chdir(source)
     assert copy_to(local_runner(), NodeSet("n1"), Path("."), str(dest)).failed == []
     assert _digests(dest / "model") == _digests(source)
+
+
+def test_the_archives_record_padding_is_read_so_the_decompressor_ends_cleanly(tmp_path: Path) -> None:
+    """GNU tar pads an archive to whole 10 KiB records. Unpacking stopped at the end marker, so
+    zstd, still writing the padding into a closed pipe, died of SIGPIPE and a good gather failed."""
+    members = {"x/small": b"capture"}
+    padded = _tar(members) + b"\0" * 10240 * 40  # more padding than a pipe holds: zstd must block on it
+    (tmp_path / "a.tar").write_bytes(padded)
+    subprocess.run(["zstd", "-q", "-f", str(tmp_path / "a.tar"), "-o", str(tmp_path / "a.tar.zst")], check=True)
+    manifest = {name: hashlib.sha256(data).hexdigest() for name, data in members.items()}
+    top, size = unpack(tmp_path / "a.tar.zst", tmp_path / "stage", "zstd", "x", manifest)
+    assert (top / "small").read_bytes() == b"capture" and size == 7
+    (tmp_path / "b.tar").write_bytes(_tar(members) + b"not padding")
+    with pytest.raises(TransferRefused, match="not tar padding"):
+        unpack(tmp_path / "b.tar", tmp_path / "stage2", "none", "x", manifest)

@@ -37,7 +37,7 @@ from gpunet.bench.store import (
 )
 from gpunet.cli.console import cell, stderr, stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
-from gpunet.errors import UsageError
+from gpunet.errors import CommandError, UsageError
 
 app = typer.Typer(help="Measure the fabric against the Plan (iperf3, perftest, nccl-tests), keep the history.",
                   no_args_is_help=True)
@@ -75,12 +75,20 @@ def run_(
              "saturated) after the scheduled rounds; 0: none.", min=0)] = 1,
     db: DbOpt = None,
     png: PngOpt = None,
+    detach: Annotated[str | None, typer.Option(
+        "--detach", metavar="NAME", help="Run this sweep detached on this machine (tmux, else setsid), so a "
+                                         "closed laptop or a dropped SSH session does not end it; `gpunet fleet "
+                                         "status|logs|attach NAME` come back to it. Rounds are stored as they end.")]
+    = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """The tool over every pair of the pattern, round by round; flags pairs below 85 % of expected,
     and calls inconclusive a pair measured while an end's CPU was saturated. With --tool nccl, one
     nccl-tests job over the nodes (judged by its check; compare runs for speed)."""
     db = db or default_db()
+    if detach is not None:
+        _detach(detach, db, as_json)
+        return
     with _progress(pattern) as progress:
         run_id, results = api.bench(plan_source=plan, lab=lab, pattern=pattern, plane=plane, nodes=nodes,
                                     seconds=duration, db=db, tool=tool, nccl_test=nccl_test, launcher=launcher,
@@ -101,6 +109,39 @@ def run_(
         _heat_map(db, run_id, cells_of(results), png)
     if any(m.status != "ok" for m in results):
         raise typer.Exit(EXIT_CHECKS_FAILED)
+
+
+def _detach(name: str, db: Path, as_json: bool) -> None:
+    """This same command line, less --detach, started detached in this directory with the database
+    named (so it is the one this user's later `bench history` reads)."""
+    from gpunet.fleet.runs import detach_here
+
+    argv = _without_detach(sys.argv[1:])
+    # The script is constant; the directory and the command line are its arguments, never parsed as shell.
+    command = ["sh", "-c", 'cd -- "$1" && shift && exec "$@"', "sh", str(Path.cwd()), sys.executable, "-m", "gpunet",
+               *argv, "--db", str(db.resolve())]
+    run = detach_here(name, command)
+    if run.failed_to_start:
+        state = run.states[run.failed_to_start[0]]
+        raise CommandError("bench run --detach", 1, state.error or state.output or state.state)
+    if as_json:
+        print(run.model_dump_json(indent=1))
+        return
+    stdout.print(cell(f"bench run detached as {name}: gpunet fleet status {name} · gpunet fleet logs {name} "
+                      f"--follow · results in {db}"), soft_wrap=True)
+
+
+def _without_detach(argv: list[str]) -> list[str]:
+    """argv less `--detach NAME` / `--detach=NAME` and `--json` (the detached run's output is its log)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--detach":
+            skip = True
+        elif not arg.startswith("--detach=") and arg != "--json":
+            kept.append(arg)
+    return kept
 
 
 @contextmanager

@@ -14,6 +14,9 @@ set -u
 base=$1 name=$2 node=$3
 case $base in "~/"*) base=$HOME/${base#"~/"} ;; esac
 dir=$base/$name/$node
+# The run's own tmux server, in tmux's per-user directory (which tmux checks is the user's own):
+# a socket path in $dir would pass the 107 bytes a Unix socket's path may have under a long $HOME.
+server="gpunet-$(printf '%s' "$dir" | cksum | cut -d ' ' -f 1)"
 alive() {
   [ -s "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null &&
     [ "$(cat /proc/sys/kernel/random/boot_id 2>/dev/null)" = "$(cat "$dir/boot" 2>/dev/null)" ]
@@ -62,7 +65,7 @@ date +%s > "$dir/ended"
 mv -f "$dir/rc.tmp" "$dir/rc"
 SUPERVISOR
 case $via in
-  tmux) tmux -S "$dir/tmux.sock" -f /dev/null new-session -d -s "gpunet-$name" -x 160 -y 48 \
+  tmux) tmux -L "$server" -f /dev/null new-session -d -s "gpunet-$name" -x 160 -y 48 \
           sh "$dir/run.sh" "$dir" </dev/null >/dev/null 2>&1 ;;
   systemd) systemd-run --quiet --collect --unit "gpunet-run-$name" --same-dir -E HOME="$HOME" -E PATH="$PATH" \
              sh "$dir/run.sh" "$dir" </dev/null >/dev/null 2>&1 ;;
@@ -104,8 +107,8 @@ fi
 # Interactive: the tmux session itself while it lives, else the output followed or shown.
 ATTACH = _PRELUDE + r"""
 [ -d "$dir" ] || { echo "gpunet: no run $name here" >&2; exit 2; }
-if [ "$(cat "$dir/via")" = tmux ] && tmux -S "$dir/tmux.sock" has-session -t "gpunet-$name" 2>/dev/null; then
-  exec tmux -S "$dir/tmux.sock" attach-session -t "gpunet-$name"
+if [ "$(cat "$dir/via")" = tmux ] && tmux -L "$server" has-session -t "gpunet-$name" 2>/dev/null; then
+  exec tmux -L "$server" attach-session -t "gpunet-$name"
 fi
 if [ "$(state)" = running ]; then exec tail -n +1 -s 0.3 -f --pid="$(cat "$dir/pid")" "$dir/output"; fi
 cat "$dir/output" 2>/dev/null

@@ -228,6 +228,9 @@ def accept_raw(fetched: Path, into: Path, top: str, manifest: dict[str, str]) ->
     return into / top, verify(into, top, manifest)
 
 
+TRAILING_LIMIT = 1 << 20  # bytes after the end marker: tar's record padding is under 10 KiB
+
+
 def unpack(archive: Path, into: Path, compress: str, top: str, manifest: dict[str, str]) -> tuple[Path, int]:
     """Extract a node's archive into `into` (every member under `top`, links inside, no devices)
     and check each file against the manifest; returns into/top and the bytes its files hold.
@@ -240,10 +243,20 @@ def unpack(archive: Path, into: Path, compress: str, top: str, manifest: dict[st
     try:
         with (source.stdout if source and source.stdout else archive.open("rb")) as stream:
             _extract(stream, into, top)
+            _drain(stream)
     finally:
         if source and source.wait() != 0:
             raise TransferRefused(f"{compress} could not decompress the archive (exit {source.returncode})")
     return into / top, verify(into, top, manifest)
+
+
+def _drain(stream: IO[bytes]) -> None:
+    """Read what follows the archive's end marker (tar pads to whole 10 KiB records): a reader that
+    closes first makes the decompressor die of SIGPIPE mid-write, a failure that is no failure.
+    More than a record's padding is refused, not read on without end."""
+    trailing = stream.read(TRAILING_LIMIT + 1)
+    if len(trailing) > TRAILING_LIMIT or trailing.strip(b"\0"):
+        raise TransferRefused("the archive is followed by data that is not tar padding")
 
 
 def _extract(stream: IO[bytes], into: Path, top: str) -> None:
