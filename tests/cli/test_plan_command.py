@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -95,3 +98,14 @@ def test_flows_json_and_tables_narrow_and_wide(tmp_path: Path) -> None:
         assert all(len(line) <= columns for line in text.splitlines())
         assert "…" not in text and "198.18.0.250/32" in text and "60001-63000" in text
         assert ("Prometheus scrapes" in text) == reasons
+
+
+def test_a_piped_table_keeps_each_row_on_one_line() -> None:
+    """Without a terminal (and no COLUMNS), Rich would wrap at 80 columns; a piped table is as wide
+    as its rows, so grep finds a row whole."""
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    done = subprocess.run([sys.executable, "-m", "gpunet", "examples"], capture_output=True, text=True, env=env,
+                          check=True, timeout=60)
+    rows = [line for line in done.stdout.splitlines() if "two-servers-direct" in line]
+    assert len(rows) == 1 and "Two GPU servers joined by a direct 100G RoCE cable." in rows[0]
+    assert max(len(line) for line in done.stdout.splitlines()) > 80

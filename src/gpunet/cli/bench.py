@@ -14,7 +14,6 @@ from typing import Annotated
 
 import typer
 from rich import box
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
@@ -35,7 +34,7 @@ from gpunet.bench.store import (
     run_info,
     worst,
 )
-from gpunet.cli.console import cell, stderr, stdout
+from gpunet.cli.console import cell, print_table, stderr, stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
 from gpunet.errors import CommandError, UsageError
 
@@ -155,17 +154,6 @@ def _progress(pattern: str) -> Iterator[RoundProgress]:
         yield lambda done, total, what: bar.update(task, completed=done, total=total, description=escape(what))
 
 
-def _print_table(table: Table) -> None:
-    """On a terminal as wide as the terminal; piped as wide as the table needs, not the 80 columns
-    Rich assumes without a terminal (a row broken over lines defeats grep and cut)."""
-    if stdout.is_terminal:
-        stdout.print(table)
-        return
-    wide = Console(file=stdout.file, width=10_000, highlight=False, color_system=None)
-    Console(file=stdout.file, width=max(stdout.width, wide.measure(table).maximum), highlight=False,
-            color_system=None).print(table)
-
-
 def _print_results(results: list[Measurement]) -> None:
     """A job line for an nccl-tests run, the matrix for a few nodes, the worst pairs for many."""
     if any(m.metric == "busbw" for m in results):
@@ -188,7 +176,7 @@ def _print_worst(results: list[Measurement], counts: Counter[str] | None = None)
         table.add_row(cell(m.source), cell(m.destination), _text(m.rail), cell(f"{m.value:.2f} {m.unit}"),
                       _text(m.expected), "-" if pct is None else f"{pct:.0f}",
                       f"[{colour}]{escape(m.status)}[/{colour}]")
-    _print_table(table)
+    print_table(table)
     stdout.print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())), soft_wrap=True)
     _print_reasons(ranked[:WORST_SHOWN])
 
@@ -216,7 +204,7 @@ def _print_matrix(results: list[Measurement]) -> None:
                   caption=f"% of the Plan's expected rate; {INCONCLUSIVE_MARK}: inconclusive (an end's CPU saturated)")
     for name, percents, statuses in zip(matrix.names, matrix.percent, matrix.status, strict=True):
         table.add_row(name, *(_cell(pct, status) for pct, status in zip(percents, statuses, strict=True)))
-    _print_table(table)
+    print_table(table)
     _print_reasons(results)
 
 
@@ -302,7 +290,7 @@ def _print_comparison(rows: list[Comparison]) -> None:
                       cell(r.metric), cell(r.unit),
                       _text(r.baseline), _text(r.current), "" if r.variance is None else f"{100 * r.variance:+.1f} %",
                       f"[{colour}]{r.verdict}[/{colour}]")
-    _print_table(table)
+    print_table(table)
     counts = Counter[str](r.verdict for r in rows)
     stdout.print(", ".join(f"{counts[v]} {v}" for v in VERDICT_COLOURS if counts[v]) or "nothing to compare",
                  soft_wrap=True)
@@ -329,4 +317,4 @@ def history_(db: DbOpt = None, limit: int = 20,
     for r in runs:
         table.add_row(str(r.id), cell(r.started), cell(r.tool), cell(r.pattern), cell(r.plane), str(r.measurements),
                       str(r.flagged), str(r.inconclusive))
-    _print_table(table)
+    print_table(table)

@@ -11,7 +11,7 @@ from rich import box
 from rich.table import Table
 
 from gpunet import api
-from gpunet.cli.console import cell, stderr, stdout
+from gpunet.cli.console import cell, print_table, stderr, stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
 from gpunet.fabric.cabling import CablingReport
 from gpunet.fabric.check import Source, cabling_check
@@ -93,4 +93,4 @@ def _print_cables(report: CablingReport) -> None:
     for c in report.cables:
         colour = COLOURS.get(c.verdict, "red")
         table.add_row(c.plane, cell(c.a), cell(c.b), f"[{colour}]{c.verdict}[/{colour}]", cell(c.observed))
-    stdout.print(table)
+    print_table(table)

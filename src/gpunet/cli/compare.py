@@ -13,7 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from gpunet.cli.console import cell, stderr, stdout
+from gpunet.cli.console import cell, print_table, stderr, stdout
 from gpunet.cli.errors import handles_errors
 from gpunet.decide.catalog import Catalog, example_catalog_text, load_catalog
 from gpunet.decide.compare import Comparison, money, per_gpu, power, render_markdown
@@ -86,7 +86,7 @@ def _print(result: Comparison) -> None:
             table.add_row(Text(section, style="bold"), end_section=False)
         style = "bold yellow" if row.differs else ""
         table.add_row(Text(f"  {row.metric}", style=style), *(Text(v, style=style) for v in row.values))
-    stdout.print(table)
+    print_table(table)
 
 
 def load_plan_catalog(path: Path | None) -> Catalog | None:
@@ -115,7 +115,7 @@ def print_decisions(plan: Plan, costing: Costing | None) -> None:
             rail = "-" if i.rail_lost_pct is None else f"−{i.rail_lost_pct:.3g}%"
             table.add_row(failures.plane, i.element, cell(i.name), f"{i.nodes_cut_off:,}",
                           f"−{i.bisection_lost_pct:.3g}%", rail, f"{i.pairs_losing_paths:,} ({i.pairs_disconnected:,})")
-    stdout.print(table)
+    print_table(table)
     if costing is not None:
         _print_cost(costing)
 

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from gpunet.checks import Finding
 from gpunet.checks.doctor import doctor_node
-from gpunet.cli.console import cell, stderr, stdout
+from gpunet.cli.console import cell, print_table, stderr, stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Plan
@@ -108,7 +108,7 @@ def _print(findings: list[Finding], show_pass: bool) -> None:
         table.add_row(f"[{colour}]{f.verdict}[/{colour}]", f.check, cell(f.subject), cell(f.observed or f.evidence),
                       cell(f.expected), cell(f.fix))
     counts = {v: sum(f.verdict == v for f in findings) for v in COLOURS}
-    stdout.print(table)
+    print_table(table)
     stdout.print(" ".join(f"[{COLOURS[v]}]{n} {v}[/{COLOURS[v]}]" for v, n in counts.items()))
 
 
@@ -156,7 +156,7 @@ def _print_fleet(report: FleetDoctorReport, show_pass: bool) -> None:
         more = f" (+{f.variants - 1} other values)" if f.variants > 1 else ""
         table.add_row(f"[{colour}]{f.verdict}[/{colour}]", f.check, cell(f.subject), f.nodes, cell(f.observed + more),
                       cell(f.fix))
-    stdout.print(table)
+    print_table(table)
     for nodes, why in report.unreachable.items():
         stdout.print(f"[red]no findings[/red] {nodes}: {why}", markup=True)
     failing = [f for f in report.findings if f.verdict == "fail"]
@@ -176,6 +176,6 @@ def probe(interval: Interval = 2.0, as_json: JsonFlag = False) -> None:
         table.add_row(cell(i.name), cell(i.operstate), str(i.carrier), str(i.mtu), f"{i.speed_mbps or '-'}",
                       " ".join(state.addresses.get(i.name, ())))
     stdout.print(f"[bold]{state.hostname}[/bold]")
-    stdout.print(table)
+    print_table(table)
     for problem in state.problems:
         stdout.print(f"[yellow]could not read[/yellow] {problem}")

@@ -13,7 +13,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from gpunet import api
-from gpunet.cli.console import cell, stderr, stdout
+from gpunet.cli.console import cell, print_table, stderr, stdout
 from gpunet.cli.errors import handles_errors
 from gpunet.lab import build, faults
 from gpunet.lab.state import LabState
@@ -66,7 +66,7 @@ def _print_addresses(state: LabState) -> None:
     table = Table("server/interface", "plan", "lab", box=box.SIMPLE_HEAD)
     for where, pair in state.address_map.items():
         table.add_row(where, pair.plan, pair.lab)
-    stdout.print(table)
+    print_table(table)
 
 
 def _print_state(state: LabState, as_json: bool) -> None:
@@ -80,7 +80,7 @@ def _print_state(state: LabState, as_json: bool) -> None:
         table.add_column(column, no_wrap=True)
     for node, ns in sorted(state.servers.items()):
         table.add_row(node, ns, state.mgmt_addresses.get(node, "-"))
-    stdout.print(table)
+    print_table(table)
     for fault in state.faults:
         stdout.print(cell(f"fault: {fault.cable}: {fault.kind} {fault.value}"))
     for note in state.notes:

@@ -10,7 +10,7 @@ from rich import box
 from rich.table import Table
 
 from gpunet import api
-from gpunet.cli.console import cell, stderr, stdout
+from gpunet.cli.console import cell, print_table, stderr, stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
 from gpunet.errors import ParseError, UsageError
 from gpunet.fabric.counters import parse_ibqueryerrors
@@ -119,7 +119,7 @@ def _print(report: LocalizeReport) -> None:
             mark = f"[red]{rank}[/red]" if s.named else f"[dim]{rank}?[/dim]"
             table.add_row(mark, cell(s.cable.replace(" ", " <-> ")), f"{s.confidence:.0%} ({s.source})",
                           cell("\n".join(s.evidence)), cell(s.fix))
-        stdout.print(table)
+        print_table(table)
     else:
         stdout.print("[green]no suspect: no cable explains any loss or error[/green]")
     for note in report.notes:

@@ -17,7 +17,7 @@ from typer import _click as click
 from typer.core import TyperGroup
 
 from gpunet import __version__
-from gpunet.cli.console import cell, stderr, stdout
+from gpunet.cli.console import cell, print_table, stderr, stdout
 from gpunet.cli.errors import EXIT_BAD_INPUT, handles_errors
 from gpunet.errors import SpecProblem
 from gpunet.model.flows import Flow
@@ -148,7 +148,7 @@ def _print_plan(result: Plan) -> None:
         ratios = "/".join(f"{r:g}:1" for r in c.oversubscription.values()) or "-"
         table.add_row(c.plane, c.style, str(c.endpoints), f"{c.leaves}/{c.spines}/{c.cores}",
                       ratios, f"{c.bisection_gbps:,.0f}", str(c.max_hops))
-    stdout.print(table)
+    print_table(table)
 
 
 @app.command()
@@ -208,7 +208,7 @@ def flows(
         row: list[str | Text] = [flow.service, f"{flow.protocol}{'/' + flow.ports if flow.ports else ''}", flow.plane,
                cell(_sources(flow)), cell("\n".join([*_terms(flow.to_nodes), *flow.to_hosts]))]
         table.add_row(*row, *[cell(flow.why)] * wide)
-    stdout.print(table)
+    print_table(table)
 
 
 def _terms(nodes: str) -> list[str]:
@@ -231,7 +231,7 @@ def examples(as_json: JsonFlag = False) -> None:
     table = Table("name", "what it is")
     for name, text in EXAMPLES.items():
         table.add_row(name, text)
-    stdout.print(table)
+    print_table(table)
 
 
 @app.command()
