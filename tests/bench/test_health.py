@@ -122,9 +122,12 @@ def test_a_saturated_end_makes_the_pair_inconclusive_whatever_it_measured() -> N
     assert both is not None and both.startswith("client gpu1: ") and "; server gpu3: " in both
 
 
-def test_unreadable_health_does_not_make_a_pair_inconclusive() -> None:
+def test_unreadable_health_does_not_make_a_pair_inconclusive_but_a_low_one_says_so() -> None:
     unknown = EndHealth(node="gpu1", role="client", unreadable="could not read /proc on gpu1")
-    assert verdict(60.0, 100.0, (unknown, unknown)) == ("low", None)
+    healthy = EndHealth(node="gpu2", role="server", seconds=4.0, cpu_pressure=0.02, busy=0.2, steal=0.0)
+    assert verdict(60.0, 100.0, (unknown, healthy)) == (
+        "low", "end health not read, the host not ruled out (gpu1: could not read /proc on gpu1)")
+    assert verdict(99.0, 100.0, (unknown, healthy)) == ("ok", None)
 
 
 @pytest.mark.parametrize("text", ["", "cpu 1 2 3\n", "12.5 3.0\n", "12.5 3.0\ncpu  1 2 x 4 5 6 7 8\n"])

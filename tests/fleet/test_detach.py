@@ -96,7 +96,7 @@ def test_a_node_without_the_run_says_missing(tmp_path: Path) -> None:
     assert run_status(local_runner(), HERE, "nothing", state_dir=str(tmp_path)).states["here"].state == "missing"
 
 
-@pytest.mark.parametrize(("name", "state_dir"), [("a/b", "/tmp"), ("-x", "/tmp"), ("ok", "relative"),
+@pytest.mark.parametrize(("name", "state_dir"), [("a/b", "/tmp"), ("-x", "/tmp"), ("a.b", "/tmp"), ("ok", "relative"),
                                                  ("ok", "/tmp/../etc"), ("ok", "/tmp/$(x)")])
 def test_run_names_and_state_directories_are_plain(name: str, state_dir: str) -> None:
     with pytest.raises(UsageError):

@@ -183,4 +183,12 @@ def verdict(value: float | None, expected: float, ends: tuple[EndHealth, ...]) -
         return "failed", reason
     if reason:
         return "inconclusive", reason
-    return ("low" if value < BELOW_EXPECTED * expected else "ok"), None
+    if value < BELOW_EXPECTED * expected:
+        return "low", unknown_health(ends)
+    return "ok", None
+
+
+def unknown_health(ends: tuple[EndHealth, ...]) -> str | None:
+    """A low pair's caveat where an end's health could not be read: the host is not ruled out."""
+    unread = [f"{end.node}: {end.unreadable}" for end in ends if end.unreadable]
+    return f"end health not read, the host not ruled out ({'; '.join(unread)})" if unread else None

@@ -40,12 +40,13 @@ for dev in $devs; do
   [ -e "/sys/class/net/$dev" ] || { echo "gpunet: no interface $dev here" >&2; exit 2; }
 done
 dir=$(mktemp -d "${TMPDIR:-/tmp}/gpunet-capture.XXXXXXXX") || { echo "gpunet: no temporary directory" >&2; exit 1; }
-chmod 755 "$dir"
 pids=
 for dev in $devs; do
-  set -- tcpdump -n -i "$dev" -w "$dir/$dev.pcap" -s "$snaplen" -U
+  # -Z root: the pcaps are written into this 0700 directory, readable by root alone (a build that
+  # drops to a tcpdump user could not write there); -- ends the options: the filter is one.
+  set -- tcpdump -n -Z root -i "$dev" -w "$dir/$dev.pcap" -s "$snaplen" -U
   [ "$count" -gt 0 ] && set -- "$@" -c "$count"
-  timeout --signal=INT "$seconds" "$@" "$filter" 2>"$dir/$dev.log" &
+  timeout --signal=INT "$seconds" "$@" -- "$filter" 2>"$dir/$dev.log" &
   pids="$pids $!"
 done
 failed=
@@ -78,6 +79,8 @@ def check_capture(count: int | None, seconds: float | None, limit: float, interf
         raise UsageError(f"not interface names: {', '.join(repr(b) for b in bad[:3])}")
     if len(bpf) > MAX_FILTER or any(ord(c) < 32 for c in bpf):
         raise UsageError(f"--filter: one line of at most {MAX_FILTER} characters")
+    if bpf.lstrip().startswith("-"):
+        raise UsageError(f"--filter {bpf!r}: a filter expression, not a tcpdump option")
     return bound
 
 

@@ -28,7 +28,7 @@ from gpunet.model.nodeset import fold
 
 STATE_DIR = "~/.local/state/gpunet/runs"
 VIA = ("auto", "tmux", "systemd", "setsid")
-RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")  # no ".": tmux reads it as session.window
 STATE_PATH = re.compile(r"(~/|/)[A-Za-z0-9_./-]{0,200}")
 State = Literal["running", "done", "stopped", "lost", "missing", "error", "unreachable"]
 
@@ -76,7 +76,7 @@ class DetachedRun(Frozen):
 def check_run(name: str, state_dir: str) -> None:
     """Names that go into paths, a tmux session and a systemd unit: plain tokens only."""
     if not RUN_NAME.fullmatch(name):
-        raise UsageError(f"run name {name!r}: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+        raise UsageError(f"run name {name!r}: 1-64 letters, digits, '_' or '-', starting with a letter or digit")
     if not STATE_PATH.fullmatch(state_dir) or ".." in state_dir.split("/"):
         raise UsageError(f"--state-dir {state_dir!r}: an absolute path or one under ~/, of letters, digits and ./_-")
 

@@ -93,6 +93,8 @@ def _clean(runner: ClusterShellRunner, remotes: Mapping[str, _Remote], sources: 
     """The nodes' archives (a raw file is the node's own: it stays) and, for a capture, its files."""
     doomed = {n: [*([r.archive] if r.compress != "raw" else []), *([sources[n]] if n in sources else [])]
               for n, r in remotes.items()}
+    # a node whose packing failed has no archive, but its capture would stay
+    doomed |= {n: [path] for n, path in sources.items() if n not in remotes}
     if any(doomed.values()):
         run_each(runner, {n: ["sh", "-c", REMOVE, "gpunet-clean", *paths] for n, paths in doomed.items() if paths},
                  timeout=60)

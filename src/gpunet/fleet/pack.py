@@ -28,6 +28,7 @@ DECOMPRESSORS: dict[str, list[str]] = {"zstd": ["zstd", "-q", "-d", "-c"], "gzip
                                        "none": []}
 PAYLOAD, MANIFEST = "payload", "manifest.sha256"
 CHUNK = 1 << 20
+PERMISSIONS = 0o777  # what a copy keeps of a file's mode
 SUM_LINE = re.compile(r"(\\?)([0-9a-f]{64}) [ *](.+)")
 Progress = Callable[[int], None]  # bytes read so far
 
@@ -113,6 +114,7 @@ def _info(tar: tarfile.TarFile, path: Path, arcname: str) -> tarfile.TarInfo:
         raise UsageError(f"{path} is not a file, directory or symlink; gpunet copies only those")
     info.uid = info.gid = 0
     info.uname = info.gname = ""
+    info.mode &= PERMISSIONS  # never a setuid, setgid or sticky bit: root unpacks it on every node
     return info
 
 
@@ -244,9 +246,12 @@ def unpack(archive: Path, into: Path, compress: str, top: str, manifest: dict[st
         with (source.stdout if source and source.stdout else archive.open("rb")) as stream:
             _extract(stream, into, top)
             _drain(stream)
-    finally:
-        if source and source.wait() != 0:
-            raise TransferRefused(f"{compress} could not decompress the archive (exit {source.returncode})")
+    except BaseException:
+        if source:
+            source.wait()  # reaped; its exit (SIGPIPE, once the reader stopped) is not the reason
+        raise
+    if source and source.wait() != 0:
+        raise TransferRefused(f"{compress} could not decompress the archive (exit {source.returncode})")
     return into / top, verify(into, top, manifest)
 
 

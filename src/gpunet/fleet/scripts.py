@@ -11,7 +11,9 @@ from __future__ import annotations
 _SUMS = r"""
 sums() {
   if command -v openssl >/dev/null 2>&1 && ! grep -q '^\\' "$1"; then
-    sed 's/^[0-9a-f]\{64\}  //' "$1" | tr '\n' '\0' | xargs -0 -r openssl dgst -sha256 -r | sed 's/ \*/  /' > "$1.got"
+    # each name as ./NAME, so that a file called -out or -hex is a file, never an openssl option
+    sed 's/^[0-9a-f]\{64\}  /.\//' "$1" | tr '\n' '\0' | xargs -0 -r openssl dgst -sha256 -r |
+      sed 's/ \*\.\//  /' > "$1.got"
     cmp -s "$1" "$1.got" || { diff "$1" "$1.got" | head -n 4; return 1; }
   else
     sha256sum --quiet --strict -c "$1"

@@ -67,7 +67,11 @@ def multiplexed(runner: ClusterShellRunner) -> Iterator[ClusterShellRunner]:
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                        for socket in Path(sockets).iterdir()]
             for process in closing:
-                process.wait(timeout=10)
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:  # a master that does not answer: ours to end, by PID
+                    process.kill()
+                    process.wait()
 
 
 def run_each(runner: ClusterShellRunner, commands: Mapping[str, Sequence[str]], *,

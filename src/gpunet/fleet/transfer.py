@@ -28,6 +28,7 @@ from gpunet.errors import UsageError
 from gpunet.fleet import ClusterShellRunner, NodeOutcome
 from gpunet.fleet.pack import (
     COMPRESSORS,
+    PERMISSIONS,
     Packed,
     compressible,
     digest_file,
@@ -155,7 +156,7 @@ def _prepare(source: Path, stage: Path, compress: str, progress: Phase | None) -
     if real.is_file() and (compress == "none" or (compress == "auto" and not compressible(real))):
         digest, info = digest_file(real, report), real.stat()
         packed = Packed(archive=real, files=1, bytes=info.st_size, packed_bytes=info.st_size, compress="none")
-        return packed, ["raw", digest, f"{stat.S_IMODE(info.st_mode):o}", str(int(info.st_mtime))]
+        return packed, ["raw", digest, f"{stat.S_IMODE(info.st_mode) & PERMISSIONS:o}", str(int(info.st_mtime))]
     chosen = _compression(compress)
     return pack(source, stage / "archive", chosen, report), [chosen, "-", "-", "-"]
 
