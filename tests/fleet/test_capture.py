@@ -49,3 +49,9 @@ def test_a_flow_or_plane_the_plan_cannot_answer_is_bad_input(kwargs: dict[str, s
     with pytest.raises(UsageError, match=why):
         capture_plan(NodeSet("node[01-02]"), example_plan("small-ethernet"), iface=[], bpf="", count=1,
                      duration=None, limit=10, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bpf", ["-w/etc/cron.d/x", " -Z nobody", "-zsh"])
+def test_a_filter_that_reads_as_a_tcpdump_option_is_refused(bpf: str) -> None:
+    with pytest.raises(UsageError, match="not a tcpdump option"):
+        check_capture(100, None, 600, ["eth0"], bpf)

@@ -7,6 +7,7 @@ import hashlib
 import io
 import json
 import os
+import stat
 import subprocess
 import tarfile
 from pathlib import Path
@@ -230,3 +231,18 @@ def test_the_archives_record_padding_is_read_so_the_decompressor_ends_cleanly(tm
     (tmp_path / "b.tar").write_bytes(_tar(members) + b"not padding")
     with pytest.raises(TransferRefused, match="not tar padding"):
         unpack(tmp_path / "b.tar", tmp_path / "stage2", "none", "x", manifest)
+
+
+def test_names_that_look_like_options_and_setuid_bits_do_not_travel_as_such(tmp_path: Path) -> None:
+    """A file called -hex reaches the node's checksum as a file, not an openssl option, and a
+    setuid program copied as root arrives without its setuid bit (root unpacks it on every node)."""
+    source, dest = tmp_path / "tools", tmp_path / "dest"
+    source.mkdir()
+    (source / "-hex").write_text("a name that starts with a dash\n" * 100)
+    (source / "tool").write_bytes(b"#!/bin/sh\n" * 100)
+    (source / "tool").chmod(0o4755)
+    dest.mkdir()
+    copied = copy_to(local_runner(), NodeSet("n1"), source, str(dest))
+    assert copied.failed == [], copied
+    assert (dest / "tools" / "-hex").read_text() == (source / "-hex").read_text()
+    assert stat.S_IMODE((dest / "tools" / "tool").stat().st_mode) == 0o755
