@@ -40,5 +40,6 @@ def test_fleet_run_over_real_ssh_and_netns_exec_to_the_lab() -> None:
                                    "--", "sh", "-c", "uname -s; test $(hostname) != gpu5"],
                                   capture_output=True, text=True, timeout=120, check=False)
             assert done.returncode == 1, done.stderr  # gpu5's command failed: exit 1, output still grouped
-            groups = {g["nodes"]: (g["rc"], g["stdout"]) for g in json.loads(done.stdout)["groups"]}
-            assert groups == {"gpu[1-4,6-8]": (0, "Linux"), "gpu5": (1, "Linux")}, (how, groups)
+            folded = json.loads(done.stdout)["groups"]
+            groups = {g["nodes"]: (g["rc"], g["stdout"]) for g in folded}
+            assert groups == {"gpu[1-4,6-8]": (0, "Linux"), "gpu5": (1, "Linux")}, (how, folded)
