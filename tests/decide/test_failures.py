@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from gpunet.decide.failures import FailureImpact, plane_failures
+from gpunet.decide.failures import FailureImpact, plan_failures, plane_failures
 from gpunet.design import design
 from gpunet.model.plan import Plan
 from gpunet.model.spec import Spec
@@ -125,3 +125,12 @@ def test_the_reported_element_is_the_worst_of_its_kind(plan: Plan) -> None:
 
 def _cost(c: FailureImpact | Recomputed) -> tuple[int, float, float, int]:
     return c.nodes_cut_off, round(c.bisection_lost_pct, 9), round(c.rail_lost_pct or 0, 9), c.pairs_losing_paths
+
+
+def test_the_same_plan_is_analysed_once_and_a_copy_afresh() -> None:
+    """`gpunet plan` asks for the failures twice (summary.md, the terminal): the second is the first."""
+    plan = example_plan("small-ethernet")
+    first = plan_failures(plan)
+    assert plan_failures(plan) is first
+    copy = plan.model_copy()
+    assert plan_failures(copy) is not first and plan_failures(copy) == first

@@ -7,4 +7,5 @@
     failures.py  the worst leaf, spine, core and cable to lose, per plane
     figures.py   every figure of one design
     compare.py   designs side by side, the rows that differ marked; Markdown
+    memo.py      the last Plan's failures and headroom kept (plan asks twice)
 """

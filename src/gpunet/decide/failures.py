@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from gpunet.decide.fabric import Cable, Fabric, connected_pairs, pairs_of
+from gpunet.decide.memo import last_plan
 from gpunet.model.base import Frozen, bulk_objects
 from gpunet.model.plan import Link, Plan
 
@@ -64,6 +65,7 @@ class _Candidate:
     pairs: str = ""
 
 
+@last_plan
 def plan_failures(plan: Plan) -> tuple[PlaneFailures, ...]:
     by_plane: dict[str, list[Link]] = {p.name: [] for p in plan.planes}
     for link in plan.links:

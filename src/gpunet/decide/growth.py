@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Hashable
 from math import ceil
 
+from gpunet.decide.memo import last_plan
 from gpunet.design.layout import LeafShape, SizingError, UpperShape, leaf_shape, upper_shape
 from gpunet.model.plan import FabricBasis, Plan, Plane
 
 MAX_NODES = 1_000_000  # past anything a NodeSet of the spec can name
 
 
+@last_plan
 def plan_headroom(plan: Plan) -> dict[str, int | None]:
     """Nodes each plane can add before a cable moves; None for a plan.json without a basis."""
     return {p.name: plane_headroom(plan, p) for p in plan.planes}
