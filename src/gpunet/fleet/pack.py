@@ -118,13 +118,17 @@ def _info(tar: tarfile.TarFile, path: Path, arcname: str) -> tarfile.TarInfo:
     return info
 
 
+def _opened(path: Path, when: str) -> IO[bytes]:
+    """The file to send, opened; a file gone meanwhile is the user's to know (nothing was sent)."""
+    try:
+        return path.open("rb")
+    except FileNotFoundError:
+        raise UsageError(f"{path} vanished {when}; nothing was sent") from None
+
+
 def _add_file(tar: tarfile.TarFile, info: tarfile.TarInfo, path: Path, progress: Progress) -> str:
     """Add one file, hashing what tar reads; UsageError when it vanished, shrank or changed."""
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise UsageError(f"{path} vanished while it was being packed; nothing was sent") from None
-    with handle:
+    with _opened(path, "while it was being packed") as handle:
         before = os.fstat(handle.fileno())
         reader = _Hashing(handle, progress)
         try:
@@ -210,11 +214,7 @@ def compressible(path: Path) -> bool:
 
 def digest_file(path: Path, progress: Progress | None = None) -> str:
     """sha256 of a file to be sent as itself; UsageError when it vanishes or changes meanwhile."""
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
-        raise UsageError(f"{path} vanished before it was read; nothing was sent") from None
-    with handle:
+    with _opened(path, "before it was read") as handle:
         before = os.fstat(handle.fileno())
         reader = _Hashing(handle, progress or (lambda n: None))
         while reader.read(CHUNK):
