@@ -17,6 +17,7 @@ import pytest
 
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.state import LabState, lab_dir
+from gpunet.probe.parsers import parse_proc_snmp
 from tests.lab.helpers import built_lab, lab_address, run_in, server_process
 from tests.render.rendered import example_plan
 
@@ -151,9 +152,9 @@ def test_a_drop_of_the_slurm_port_range_is_named(lab: LabState) -> None:
 
 def tcp_out_segments(lab_id: str, node: str) -> int:
     """Tcp OutSegs of one lab server's namespace, from its /proc/net/snmp."""
-    lines = [line.split() for line in run_in(lab_id, node, "cat", "/proc/net/snmp").stdout.splitlines()
-             if line.startswith("Tcp:")]
-    return int(lines[1][lines[0].index("OutSegs")])
+    out_segs = parse_proc_snmp(run_in(lab_id, node, "cat", "/proc/net/snmp").stdout).get("Tcp", "OutSegs")
+    assert out_segs is not None, f"{node}: no Tcp OutSegs in /proc/net/snmp"
+    return out_segs
 
 
 def wait_for_tcp_sending(lab_id: str, node: str, segments: int, timeout: float = 30) -> None:
