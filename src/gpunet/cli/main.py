@@ -30,15 +30,16 @@ from gpunet.spec.examples import EXAMPLES, example_text
 # Commands in their own modules, imported when named: `gpunet doctor` does not load the lab,
 # bench and monitor packages (networkx, prometheus_client), which would double its start-up.
 LAZY: dict[str, tuple[str, str]] = {
-    "lab": ("gpunet.cli.lab", "app"), "fleet": ("gpunet.cli.fleet", "app"), "bench": ("gpunet.cli.bench", "app"),
+    "lab": ("gpunet.cli.lab", "app"), "apply": ("gpunet.cli.apply", "app"),
+    "fleet": ("gpunet.cli.fleet", "app"), "bench": ("gpunet.cli.bench", "app"),
     "cabling": ("gpunet.cli.cabling", "app"), "ibsim": ("gpunet.cli.ibsim", "app"),
     "localize": ("gpunet.cli.localize", "localize"), "doctor": ("gpunet.cli.doctor", "doctor"),
     "probe": ("gpunet.cli.doctor", "probe"), "exporter": ("gpunet.cli.exporter", "exporter"),
     "compare": ("gpunet.cli.compare", "compare"),
 }
 
-ORDER = ("validate", "plan", "compare", "render", "flows", "examples", "init", "lab", "ibsim", "fleet", "doctor",
-         "probe", "bench", "cabling", "localize", "exporter")
+ORDER = ("validate", "plan", "compare", "render", "flows", "examples", "init", "lab", "ibsim", "fleet", "apply",
+         "doctor", "probe", "bench", "cabling", "localize", "exporter")
 
 
 class LazyGroup(TyperGroup):

@@ -43,12 +43,23 @@ def start_sshd(
     directory: Path, node: str, address: str, *, etc: Path, prefix: Sequence[str], run: CommandRunner
 ) -> None:
     """sshd with its config at the server's own /etc/ssh (etc: /etc/netns/<ns>, which `ip netns
-    exec` mounts over /etc), so `sshd -T` in the server shows the effective settings."""
+    exec` mounts over /etc), so `sshd -T` in the server shows the effective settings. It first
+    includes the drop-ins of the server's own tree (`gpunet apply --lab` writes the rendered one
+    there), as Debian's sshd_config does: the first value of a keyword wins."""
     pid_file = directory / "run" / f"{node}.sshd.pid"
-    config = CONFIG.format(dir=directory) + f"ListenAddress {address}\nPidFile {pid_file}\n"
+    drop_ins = server_root(directory, node) / "etc/ssh/sshd_config.d"
+    drop_ins.mkdir(parents=True, exist_ok=True)
+    config = (f"Include {drop_ins}/*.conf\n" + CONFIG.format(dir=directory)
+              + f"ListenAddress {address}\nPidFile {pid_file}\n")
     (etc / "ssh").mkdir(parents=True, exist_ok=True)
     (etc / "ssh" / "sshd_config").write_text(config)
     run([*prefix, SSHD])
+
+
+def server_root(directory: Path, node: str) -> Path:
+    """A lab server's own file tree (its /etc/netplan, /etc/nftables.d, ...): the servers share
+    this machine's filesystem, so what `gpunet apply` writes for one goes here, never to /etc."""
+    return directory / "root" / node
 
 
 def ssh_argv(directory: Path, address: str, command: Sequence[str]) -> list[str]:

@@ -1,0 +1,126 @@
+"""`gpunet apply`: the rendered configuration pushed to nodes with a backup, verification against
+the Plan, a confirmation over a new SSH connection, and an automatic revert by a guard on the node
+that does not depend on the SSH session (see rollout.py and agent.py)."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import replace
+from pathlib import Path
+
+from ClusterShell.NodeSet import NodeSet
+
+from gpunet import api
+from gpunet.apply.manifest import Where, node_manifest
+from gpunet.apply.remote import Remote, Reply, agent_argv, call, key_only, status_of
+from gpunet.apply.rollout import ApplyOptions, ApplyReport, apply_rollout
+from gpunet.errors import UsageError
+from gpunet.lab.sshd import server_root
+from gpunet.lab.state import lab_dir
+from gpunet.model.base import Frozen
+from gpunet.model.plan import Plan
+
+__all__ = ["ApplyOptions", "ApplyReport", "NodeDryRun", "Remote", "apply_rollout", "dry_run", "reach", "rollback",
+           "status"]
+
+
+def reach(*, lab: str | None, plan_path: Path | None, user: str | None = None, key: Path | None = None,
+          fanout: int = 64, connect_timeout: float = 10) -> tuple[Plan, Remote]:
+    """The plan to apply and how to reach its nodes: a lab's servers over real SSH with the lab's
+    plan (lab addresses), or real nodes at their management addresses."""
+    if lab:
+        runner = replace(api.fleet_runner(ssh_lab=lab, fanout=fanout), connect_timeout=connect_timeout)
+        directory = lab_dir(lab)
+        roots = server_root(directory, "any").parent  # every server's own tree
+        return api.load_plan(directory / "plan.json"), Remote.for_lab(runner, roots, directory / "run")
+    if plan_path is None:
+        raise UsageError("give --plan (the plan.json to apply) or --lab")
+    runner = api.fleet_runner(plan=plan_path, user=user, key=key, fanout=fanout)
+    return api.load_plan(plan_path), Remote(runner=key_only(replace(runner, connect_timeout=connect_timeout)),
+                                          where=Where())
+
+
+def status(remote: Remote, nodes: NodeSet) -> dict[str, Reply]:
+    """How each node's last apply ended (settling one nobody looks after any more)."""
+    return status_of(remote, list(nodes))
+
+
+def rollback(remote: Remote, nodes: NodeSet) -> dict[str, Reply]:
+    """Revert the transaction each node is waiting to have confirmed (a committed one stays)."""
+    current = status_of(remote, list(nodes))
+    pending = {n: r.data["txid"] for n, r in current.items() if r.ok and r.data.get("state") == "applied"}
+    done = call(remote, {n: agent_argv(remote, "abort", txid, "--reason", "rolled back by the admin")
+                         for n, txid in pending.items()})
+    return {n: done.get(n, r) for n, r in current.items()}
+
+
+class FileChange(Frozen):
+    path: str
+    diff: str  # unified diff; "" when unchanged
+
+
+class NodeDryRun(Frozen):
+    node: str
+    error: str = ""
+    files: tuple[FileChange, ...] = ()
+    sysctl: tuple[str, ...] = ()  # "key: old -> new"
+    runtime: tuple[str, ...] = ()  # the commands apply would run, per target
+
+
+def dry_run(plan: Plan, nodes: NodeSet, remote: Remote, targets: tuple[str, ...]) -> list[NodeDryRun]:
+    """Each node's files as they are against the rendered ones, the sysctl values that would change
+    and the commands the apply would run. Reads only."""
+    manifests = {}
+    for n in nodes:
+        node = plan.node(n)
+        if node is None:
+            raise UsageError(f"{n}: not in the plan")
+        manifests[n] = node_manifest(plan, node, targets, remote.where, txid="dryrun00", token="", timeout_s=1)
+    argv = {n: agent_argv(remote, "files", *[a for k in _keys(m) for a in ("--sysctl", k)],
+                          *[f["path"] for f in m["files"]]) for n, m in manifests.items()}
+    replies = call(remote, argv)
+    return [_node_dry_run(n, manifests[n], replies[n]) for n in nodes]
+
+
+def _keys(manifest: dict[str, object]) -> list[str]:
+    return [k for t in manifest["targets"] for k in t.get("sysctl_keys", [])]  # type: ignore[attr-defined]
+
+
+def _node_dry_run(node: str, manifest: dict[str, object], reply: Reply) -> NodeDryRun:
+    if not reply.ok:
+        return NodeDryRun(node=node, error=reply.error)
+    current, values = reply.data["files"], reply.data["sysctl"]
+    files = tuple(FileChange(path=f["path"], diff=_diff(f["path"], current.get(f["path"]), f["content"]))
+                  for f in manifest["files"])  # type: ignore[attr-defined]
+    wanted = _sysctl_wanted(manifest)
+    sysctl = tuple(f"{k}: {values.get(k)} -> {v}" for k, v in wanted.items() if _norm(values.get(k)) != _norm(v))
+    runtime = tuple(f"{t['name']}: {_words(a)}" for t in manifest["targets"]  # type: ignore[attr-defined]
+                    for a in t["check"] + t["apply"])
+    return NodeDryRun(node=node, files=files, sysctl=sysctl, runtime=runtime)
+
+
+def _diff(path: str, old: str | None, new: str) -> str:
+    before = [] if old is None else old.splitlines(keepends=True)
+    return "".join(difflib.unified_diff(before, new.splitlines(keepends=True),
+                                        "/dev/null" if old is None else f"a/{path}", f"b/{path}"))
+
+
+def _sysctl_wanted(manifest: dict[str, object]) -> dict[str, str]:
+    keys = set(_keys(manifest))
+    wanted = {}
+    for f in manifest["files"]:  # type: ignore[attr-defined]
+        for line in f["content"].splitlines():
+            key, sep, value = line.partition("=")
+            if sep and key.strip() in keys:
+                wanted[key.strip()] = value.strip()
+    return wanted
+
+
+def _norm(value: str | None) -> str:
+    return " ".join((value or "").split())
+
+
+def _words(action: dict[str, object]) -> str:
+    if "run" in action:
+        return " ".join(str(w).replace("@root/", "/") for w in action["run"])  # type: ignore[attr-defined]
+    return "set links, addresses and routes with ip (the lab's netplan)" if "ip_state" in action else str(action)

@@ -1,0 +1,158 @@
+"""What the agent on one node is told to do: the rendered files, and per render target how its own
+tool checks, applies and reverts them. Pure: the Plan, the node and where it runs in; nothing is
+read from or sent to a node here."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from gpunet.errors import UsageError
+from gpunet.model.plan import Node, Plan
+from gpunet.render import NODE_RENDERERS, netplan, sysctl
+from gpunet.render.firewall import NFT_PATH
+
+ROOT = "@root/"  # the agent puts the node's root in front (/ on a node, the server's tree in a lab)
+DEFAULT_TARGETS = ("netplan", "sysctl", "nftables", "sshd")
+# 0600 where the file may hold secrets or its reader insists (netplan warns on a readable file,
+# NetworkManager ignores one), 0644 for what every user reads.
+PRIVATE = ("etc/netplan/", "etc/NetworkManager/")
+
+Action = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where the node is: a real node (its own tools) or a lab server (the lab's stand-ins).
+
+    In a lab, a server's files live in its own tree (`lab_root/<node>`), netplan is applied as
+    `ip` commands (no systemd-networkd in a namespace), only per-namespace sysctls are set, and
+    sshd is the server's own, reloaded by its pid file."""
+
+    lab_root: str | None = None
+    sshd_pid_dir: str | None = None
+
+    @property
+    def lab(self) -> bool:
+        return self.lab_root is not None
+
+
+def node_manifest(plan: Plan, node: Node, targets: tuple[str, ...], where: Where, *, txid: str, token: str,
+                  timeout_s: float, change: Callable[[dict[str, str]], dict[str, str]] | None = None,
+                  pause_at: str | None = None) -> dict[str, Any]:
+    """The manifest for one node. `change` alters the rendered files before they are sent: fault
+    injection for the tests and benchmarks (a bad change must be reverted), never the CLI."""
+    files: dict[str, str] = {}
+    for name in targets:
+        files |= render_target(plan, node, name)
+    if change is not None:
+        files = change(dict(files))
+    entries = [_target(name, files, node, where) for name in targets]
+    return {"version": 1, "txid": txid, "node": node.name, "timeout_s": timeout_s,
+            "token_sha256": hashlib.sha256(token.encode()).hexdigest(), "pause_at": pause_at,
+            "files": [{"path": p, "content": text, "mode": 0o600 if p.startswith(PRIVATE) else 0o644}
+                      for p, text in sorted(files.items())],
+            "targets": entries}
+
+
+def render_target(plan: Plan, node: Node, name: str) -> dict[str, str]:
+    if name not in TARGETS:
+        raise UsageError(f"--target {name!r}: apply knows {', '.join(TARGETS)}")
+    return NODE_RENDERERS[name](plan, node)
+
+
+def _target(name: str, files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": name, "requires": [], "check": [], "apply": [], "revert": [], "snapshot": []}
+    entry.update(TARGETS[name](files, node, where))
+    return entry
+
+
+def _run(*argv: str) -> Action:
+    return {"run": list(argv)}
+
+
+def _netplan(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
+    if where.lab:
+        return {"requires": ["ip"], "ip_state": lab_network_state(files.get(netplan.PATH, "")),
+                "apply": [{"ip_state": True}], "revert": [{"restore": "ip"}], "snapshot": ["ip"]}
+    # `netplan generate` validates without touching a link; `netplan apply` reads the restored
+    # files again on revert, as `netplan try` does.
+    return {"requires": ["netplan"], "check": [_run("netplan", "generate")], "apply": [_run("netplan", "apply")],
+            "revert": [_run("netplan", "apply")]}
+
+
+def _networkmanager(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
+    del where
+    ids = [path.rsplit("/", 1)[-1].removesuffix(".nmconnection") for path in files if path.endswith(".nmconnection")]
+    up = [_run("nmcli", "connection", "up", "id", i) for i in ids]
+    return {"requires": ["nmcli"], "apply": [_run("nmcli", "connection", "reload"), *up],
+            "revert": [_run("nmcli", "connection", "reload"), *up]}
+
+
+def _sysctl(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
+    # A lab server shares the host's kernel-wide keys: only the per-namespace file is applied there.
+    applied = [sysctl.NET_PATH] if where.lab else [sysctl.NET_PATH, sysctl.HOST_PATH]
+    keys = [line.split("=", 1)[0].strip() for p in applied for line in files.get(p, "").splitlines()
+            if "=" in line and not line.lstrip().startswith("#")]
+    return {"requires": ["sysctl"], "sysctl_keys": keys, "snapshot": ["sysctl"], "revert": [{"restore": "sysctl"}],
+            "apply": [_run("sysctl", "-q", "-p", ROOT + p) for p in applied if p in files]}
+
+
+def _nftables(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
+    return {"requires": ["nft"], "check": [_run("nft", "-c", "-f", ROOT + NFT_PATH)],
+            "apply": [_run("nft", "-f", ROOT + NFT_PATH)], "revert": [{"restore": "nft"}], "snapshot": ["nft"]}
+
+
+def _sshd(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
+    if where.lab:
+        reload = _run("pkill", "-HUP", "-F", f"{where.sshd_pid_dir}/{node.name}.sshd.pid")
+    else:
+        reload = _run("sh", "-c", "systemctl reload ssh 2>/dev/null || systemctl reload sshd")
+    # `sshd -t` reads the whole configuration with the new drop-in: a typo never reaches sshd.
+    return {"requires": ["sshd"], "check": [_run("sshd", "-t")], "apply": [reload], "revert": [reload]}
+
+
+def _files_only(reload: tuple[str, ...] = ()) -> Callable[[dict[str, str], Node, Where], dict[str, Any]]:
+    def entry(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
+        del files, node
+        again = [] if where.lab or not reload else [_run(*reload)]
+        return {"apply": again, "revert": again}
+
+    return entry
+
+
+TARGETS: dict[str, Callable[[dict[str, str], Node, Where], dict[str, Any]]] = {
+    "netplan": _netplan,
+    "networkmanager": _networkmanager,
+    "sysctl": _sysctl,
+    "nftables": _nftables,
+    "sshd": _sshd,
+    "hosts": _files_only(),
+    "nccl": _files_only(),
+    "ntp": _files_only(("sh", "-c", "systemctl restart chrony 2>/dev/null || systemctl restart chronyd")),
+}
+
+
+def lab_network_state(text: str) -> dict[str, Any]:
+    """A rendered netplan file as the links, addresses, MTU and main-table routes a lab server
+    gets (what `netplan apply` would have systemd-networkd set)."""
+    try:
+        network = (yaml.safe_load(text) or {}).get("network", {})
+    except yaml.YAMLError as exc:
+        raise UsageError(f"the netplan file does not parse: {exc}") from exc
+    refused = sorted(set(network) & {"bonds", "vlans", "bridges", "routing-policy"})
+    if refused:
+        raise UsageError(f"the lab cannot apply netplan {', '.join(refused)} (no bonding or 802.1Q here)")
+    links: dict[str, Any] = {}
+    routes: list[dict[str, Any]] = []
+    for dev, conf in (network.get("ethernets") or {}).items():
+        if "routing-policy" in conf:
+            raise UsageError(f"the lab cannot apply {dev}'s routing-policy (per-NIC tables): apply it to real nodes")
+        links[dev] = {"mtu": conf.get("mtu"), "addresses": [str(a) for a in conf.get("addresses", [])]}
+        routes += [{"to": r.get("to"), "via": r.get("via"), "dev": dev, "metric": r.get("metric"),
+                    "type": r.get("type")} for r in conf.get("routes", [])]
+    return {"links": links, "routes": routes}

@@ -1,0 +1,98 @@
+"""Talking to the agent on many nodes: each call a fresh SSH connection through the fleet runner
+(never a shared master, so a call that works proves a new login works), each reply one JSON line."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from gpunet.apply import agent
+from gpunet.apply.manifest import Where
+from gpunet.fleet import ClusterShellRunner, NodeOutcome
+from gpunet.fleet.steps import run_each
+from gpunet.fleet.transfer import why
+
+AGENT_SOURCE = Path(agent.__file__).read_text()
+# Every apply connection logs in by key or not at all: a node reached proves the admin's key works
+# there, so a keys-only sshd cannot lock the admin out of it.
+KEY_ONLY = ("-o", "PreferredAuthentications=publickey", "-o", "PasswordAuthentication=no",
+            "-o", "KbdInteractiveAuthentication=no", "-o", "ControlMaster=no", "-o", "ControlPath=none",
+            "-o", "ServerAliveInterval=2", "-o", "ServerAliveCountMax=3")
+REAL_STAGE = "/var/lib/gpunet/apply/incoming"
+
+
+@dataclass(frozen=True)
+class Remote:
+    """How to reach the nodes and run the agent and the doctor there."""
+
+    runner: ClusterShellRunner
+    where: Where = field(default_factory=Where)
+    python: tuple[str, ...] = ("python3",)
+    gpunet: tuple[str, ...] = ("gpunet",)
+    stage: str = REAL_STAGE
+
+    @classmethod
+    def for_lab(cls, runner: ClusterShellRunner, lab_root: Path, sshd_pid_dir: Path) -> Remote:
+        """A lab's servers share this machine's files: its Python and gpunet run there too."""
+        return cls(runner=key_only(runner), where=Where(lab_root=str(lab_root), sshd_pid_dir=str(sshd_pid_dir)),
+                   python=(sys.executable,), gpunet=(sys.executable, "-m", "gpunet"), stage=f"{lab_root}/incoming")
+
+    @property
+    def location(self) -> list[str]:
+        return ["--lab-root", self.where.lab_root] if self.where.lab_root else ["--root", "/"]
+
+
+def key_only(runner: ClusterShellRunner) -> ClusterShellRunner:
+    return replace(runner, ssh_options=(*runner.ssh_options, *KEY_ONLY))
+
+
+@dataclass(frozen=True)
+class Reply:
+    """The agent's answer on one node: its JSON, or why none came (`reached`: SSH worked)."""
+
+    node: str
+    data: dict[str, Any]
+    error: str = ""
+    refused: bool = False
+    reached: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+
+def agent_argv(remote: Remote, command: str, *args: str) -> list[str]:
+    """The agent's source travels in the command line: nothing of it need be on the node first."""
+    return [*remote.python, "-c", AGENT_SOURCE, command, *remote.location, *args]
+
+
+def call(remote: Remote, commands: Mapping[str, Sequence[str]], timeout: float = 60) -> dict[str, Reply]:
+    """Each node its own agent argv, all at once; a Reply per node."""
+    outcomes = run_each(remote.runner, commands, timeout=timeout)
+    return {node: reply_of(node, outcome) for node, outcome in outcomes.items()}
+
+
+def reply_of(node: str, outcome: NodeOutcome) -> Reply:
+    data = _json_line(outcome.stdout)
+    if outcome.rc in (0, 1, 2) and data is not None:
+        return Reply(node, data, error=str(data.get("error", "")), refused=bool(data.get("refused")))
+    reached = outcome.rc not in (None, 255)
+    return Reply(node, {}, error=f"{'no answer' if reached else 'unreachable'}: {why(outcome)}", reached=reached)
+
+
+def _json_line(stdout: str) -> dict[str, Any] | None:
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            loaded = json.loads(line)
+        except ValueError:
+            continue
+        return loaded if isinstance(loaded, dict) else None
+    return None
+
+
+def status_of(remote: Remote, nodes: Sequence[str], timeout: float = 30) -> dict[str, Reply]:
+    return call(remote, {n: agent_argv(remote, "status") for n in nodes}, timeout=timeout)

@@ -1,0 +1,335 @@
+"""`gpunet apply`: push the rendered configuration batch by batch, each node verified against the
+Plan and confirmed over a new SSH connection, or reverted by its own guard.
+
+One batch, all its nodes at once:
+  1. settle  - each node's agent settles (and reports) what an earlier apply left, makes the stage;
+  2. send    - one bundle (the agent, the plan, a manifest per node) to every node;
+  3. baseline- the doctor on each node, before anything changes;
+  4. begin   - the agent backs up, starts its guard, writes and applies, detached from SSH;
+  5. wait    - until each node says `applied` (or reverted itself);
+  6. verify  - the doctor again, over a new connection: a check failing now that did not fail in
+               the baseline fails the node;
+  7. confirm - over a new connection; a failed node is told to revert now; a node that cannot be
+               reached is reverted by its guard at the deadline, then asked again how it ended.
+The rollout goes canary first, then batches, and stops once more nodes failed than the budget.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal
+
+from ClusterShell.NodeSet import NodeSet
+
+from gpunet.apply import agent
+from gpunet.apply.manifest import node_manifest
+from gpunet.apply.remote import Remote, Reply, agent_argv, call, status_of
+from gpunet.errors import UsageError
+from gpunet.fleet.doctor import doctor_command
+from gpunet.fleet.steps import run_each
+from gpunet.fleet.transfer import copy_to, why
+from gpunet.model.base import Frozen
+from gpunet.model.plan import Plan
+
+Outcome = Literal["applied", "reverted", "refused", "unreachable", "lost", "revert-failed", "not-started"]
+CHANGED_NOTHING = ("refused", "unreachable", "not-started")
+POLL_S = 0.3
+GRACE_S = 30.0  # after the deadline: how long the guard's revert may take to make the node answer again
+DOCTOR_INTERVAL_S = 0.5
+
+
+class NodeApply(Frozen):
+    node: str
+    outcome: Outcome
+    configuration: str  # "new", "old", "untouched", ... as the node's own journal says
+    reason: str = ""
+    new_failures: tuple[str, ...] = ()  # checks failing after the change that passed before it
+    ssh_after: bool | None = None  # a new SSH connection worked at the end
+    previous: str = ""  # how an earlier apply on this node had ended, when it had not been seen
+    seconds: float = 0.0
+
+
+class ApplyReport(Frozen):
+    txids: tuple[str, ...]
+    batches: tuple[str, ...]  # folded NodeSets, in order
+    stopped_after: int | None  # the batch after which the rollout stopped (0 is the canary)
+    nodes: tuple[NodeApply, ...]
+
+    @property
+    def failed(self) -> bool:
+        return any(n.outcome != "applied" for n in self.nodes)
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    targets: tuple[str, ...]
+    timeout_s: float = 120.0
+    canary: int = 1
+    batch: int = 8
+    max_fail: int = 0
+    # fault injection (tests, benchmarks): alter one node's rendered files; stop the agent at a step
+    change: Callable[[str, dict[str, str]], dict[str, str]] | None = None
+    pause_at: Mapping[str, str] = field(default_factory=dict)  # node -> step
+
+
+Progress = Callable[[str, int, int], None]
+
+
+def _silent(step: str, done: int, total: int) -> None:
+    del step, done, total
+
+
+def batches_of(nodes: Sequence[str], canary: int, batch: int) -> list[list[str]]:
+    """Canary first, then batches of `batch`."""
+    if canary < 0 or batch < 1:
+        raise UsageError("--canary must be 0 or more and --batch 1 or more")
+    first, rest = list(nodes[:canary]), list(nodes[canary:])
+    return ([first] if first else []) + [rest[i:i + batch] for i in range(0, len(rest), batch)]
+
+
+def apply_rollout(plan: Plan, nodes: NodeSet, remote: Remote, options: ApplyOptions,
+                  progress: Progress = _silent) -> ApplyReport:
+    names = list(nodes)
+    unknown = [n for n in names if plan.node(n) is None]
+    if unknown:
+        raise UsageError(f"{NodeSet.fromlist(unknown)}: not in the plan")
+    if not 0 < options.timeout_s <= 3600:
+        raise UsageError(f"--timeout {options.timeout_s}: above 0 and at most 3600 seconds")
+    plan_batches = batches_of(names, options.canary, options.batch)
+    done: list[NodeApply] = []
+    txids: list[str] = []
+    stopped: int | None = None
+    for index, batch in enumerate(plan_batches):
+        progress(f"batch {index + 1}/{len(plan_batches)}: {NodeSet.fromlist(batch)}", len(done), len(names))
+        txid = secrets.token_hex(6)
+        txids.append(txid)
+        done += BatchRun(plan, batch, remote, options, txid).run()
+        failures = sum(n.outcome != "applied" for n in done)
+        if failures > options.max_fail and index + 1 < len(plan_batches):
+            stopped = index
+            done += [NodeApply(node=n, outcome="not-started", configuration="untouched",
+                               reason=f"the rollout stopped: {failures} node(s) failed, budget {options.max_fail}")
+                     for b in plan_batches[index + 1:] for n in b]
+            break
+    progress("done", len(names), len(names))
+    return ApplyReport(txids=tuple(txids), batches=tuple(str(NodeSet.fromlist(b)) for b in plan_batches),
+                       stopped_after=stopped, nodes=tuple(done))
+
+
+class BatchRun:
+    """One batch's transaction on all its nodes at once."""
+
+    def __init__(self, plan: Plan, nodes: list[str], remote: Remote, options: ApplyOptions, txid: str) -> None:
+        self.plan, self.nodes, self.remote, self.options, self.txid = plan, nodes, remote, options, txid
+        self.token = secrets.token_hex(16)
+        self.start = time.monotonic()
+        self.results: dict[str, NodeApply] = {}
+        self.previous: dict[str, str] = {}
+        self.new_failures: dict[str, tuple[str, ...]] = {}
+
+    @property
+    def bundle_dir(self) -> str:
+        return f"{self.remote.stage}/bundle-{self.txid}"
+
+    def run(self) -> list[NodeApply]:
+        live = self._settle(self.nodes)
+        live = self._send(live)
+        baseline = self._doctor(live, "before the change")
+        live = [n for n in live if n in baseline]
+        begun = self._begin(live)
+        deadline = time.monotonic() + self.options.timeout_s
+        applied = self._wait_applied(begun, deadline)
+        verified = self._verify(applied, baseline)
+        self._confirm(verified)
+        self._abort([n for n in applied if n not in verified])
+        self._after_deadline([n for n in begun if n not in self.results], deadline)
+        return [self.results[n] for n in self.nodes]
+
+    def _end(self, node: str, outcome: Outcome, configuration: str, reason: str = "", **more: Any) -> None:
+        self.results[node] = NodeApply(node=node, outcome=outcome, configuration=configuration, reason=reason,
+                                       previous=self.previous.get(node, ""),
+                                       seconds=round(time.monotonic() - self.start, 2), **more)
+
+    def _unreached(self, node: str, reply: Reply, step: str) -> None:
+        if reply.refused:
+            self._end(node, "refused", "untouched", reply.error)
+        elif reply.reached:
+            self._end(node, "refused", "untouched", f"{step}: {reply.error}")
+        else:
+            self._end(node, "unreachable", "untouched", f"{step}: {key_hint(reply.error)}")
+
+    def _settle(self, nodes: list[str]) -> list[str]:
+        """Each node settles what an earlier apply left and makes the stage; a node is reached."""
+        replies = call(self.remote, {n: agent_argv(self.remote, "status", "--stage", self.remote.stage)
+                                     for n in nodes}, timeout=30)
+        live = []
+        for n in nodes:
+            reply = replies[n]
+            if not reply.ok:
+                self._unreached(n, reply, "before the change")
+                continue
+            self.previous[n] = previous_note(reply.data)
+            if reply.data.get("state") == "applied":
+                self._end(n, "refused", "new, awaiting confirmation",
+                          f"transaction {reply.data.get('txid')} awaits confirmation: wait for it, or `gpunet apply "
+                          f"rollback`")
+            else:
+                live.append(n)
+        return live
+
+    def _send(self, nodes: list[str]) -> list[str]:
+        if not nodes:
+            return []
+        with tempfile.TemporaryDirectory(prefix="gpunet-apply-") as tmp:
+            bundle = Path(tmp) / f"bundle-{self.txid}"
+            (bundle / "manifests").mkdir(parents=True)
+            (bundle / "agent.py").write_text(Path(agent.__file__).read_text())
+            (bundle / "plan.json").write_text(self.plan.model_dump_json(indent=1))
+            for n in nodes:
+                node = self.plan.node(n)
+                assert node is not None  # checked against the plan before any batch
+                manifest = node_manifest(self.plan, node, self.options.targets, self.remote.where, txid=self.txid,
+                                         token=self.token, timeout_s=self.options.timeout_s,
+                                         change=self._change_of(n), pause_at=self.options.pause_at.get(n))
+                (bundle / "manifests" / f"{n}.json").write_text(json.dumps(manifest))
+            sent = copy_to(self.remote.runner, NodeSet.fromlist(nodes), bundle, self.remote.stage, compress="gzip")
+        for n in nodes:
+            if not sent.outcomes[n].ok:
+                self._end(n, "unreachable", "untouched", f"sending the bundle: {sent.outcomes[n].error}")
+        return [n for n in nodes if sent.outcomes[n].ok]
+
+    def _change_of(self, node: str) -> Callable[[dict[str, str]], dict[str, str]] | None:
+        change = self.options.change
+        return None if change is None else partial(change, node)
+
+    def _doctor(self, nodes: list[str], when: str) -> dict[str, set[str]]:
+        """Failing checks per node (`check subject`); a node the doctor cannot run on is left out."""
+        argv = doctor_command(self.remote.gpunet, f"{self.bundle_dir}/plan.json", True, DOCTOR_INTERVAL_S)
+        outcomes = run_each(self.remote.runner, {n: argv for n in nodes}, timeout=120)
+        failing: dict[str, set[str]] = {}
+        for n, outcome in outcomes.items():
+            findings = _findings(outcome.stdout) if outcome.rc in (0, 1) else None
+            if findings is None:
+                if when == "before the change":
+                    self._end(n, "unreachable" if outcome.rc in (None, 255) else "refused", "untouched",
+                              f"doctor {when}: {why(outcome)}")
+                continue
+            failing[n] = {f"{f['check']} {f['subject']}".strip() for f in findings if f.get("verdict") == "fail"}
+        return failing
+
+    def _begin(self, nodes: list[str]) -> list[str]:
+        # the bundle's own copy of the agent: begin installs it beside the journal for the guard
+        argv = [*self.remote.python, f"{self.bundle_dir}/agent.py", "begin", *self.remote.location,
+                "--bundle", self.bundle_dir]
+        replies = call(self.remote, {n: argv for n in nodes}, timeout=60)
+        begun = []
+        for n, reply in replies.items():
+            if reply.ok or (reply.reached and not reply.data):
+                begun.append(n)  # started, or its answer was lost on the way: its journal says which
+            else:
+                self._unreached(n, reply, "begin")
+        return begun
+
+    def _wait_applied(self, nodes: list[str], deadline: float) -> list[str]:
+        """Nodes whose agent says `applied`; nodes that reverted themselves end here."""
+        waiting, applied = list(nodes), []
+        while waiting and time.monotonic() < deadline:
+            for n, reply in status_of(self.remote, waiting, timeout=10).items():
+                state = reply.data.get("state") if reply.ok and reply.data.get("txid") == self.txid else None
+                if state == "applied":
+                    applied.append(n)
+                elif state in agent.FINAL:
+                    self._end_from(n, reply)
+                if state == "applied" or state in agent.FINAL:
+                    waiting.remove(n)
+            if waiting:
+                time.sleep(POLL_S)
+        return applied
+
+    def _verify(self, nodes: list[str], baseline: dict[str, set[str]]) -> list[str]:
+        """The doctor again, over a new connection: what fails now and did not before."""
+        after = self._doctor(nodes, "after the change")
+        verified = []
+        for n in nodes:
+            if n not in after:
+                self.new_failures[n] = ("a new SSH connection or the doctor failed after the change",)
+                continue
+            new = tuple(sorted(after[n] - baseline[n]))
+            self.new_failures[n] = new
+            if not new:
+                verified.append(n)
+        return verified
+
+    def _confirm(self, nodes: list[str]) -> None:
+        replies = call(self.remote, {n: agent_argv(self.remote, "confirm", self.txid, self.token) for n in nodes})
+        for n, reply in replies.items():
+            if reply.ok and reply.data.get("state") == "committed":
+                self._end(n, "applied", "new", "verified and confirmed", ssh_after=True)
+
+    def _abort(self, nodes: list[str]) -> None:
+        reasons = {n: "verification failed: " + ", ".join(self.new_failures.get(n, ())) for n in nodes}
+        replies = call(self.remote, {n: agent_argv(self.remote, "abort", self.txid, "--reason", reasons[n][:300])
+                                     for n in nodes})
+        for n, reply in replies.items():
+            if reply.ok:
+                self._end_from(n, reply)
+
+    def _after_deadline(self, nodes: list[str], deadline: float) -> None:
+        """The nodes not heard from: their guards revert at the deadline; ask until they answer."""
+        if not nodes:
+            return
+        time.sleep(max(0.0, deadline - time.monotonic()) + 0.5)
+        waiting, give_up = list(nodes), time.monotonic() + GRACE_S
+        while waiting and time.monotonic() < give_up:
+            for n, reply in status_of(self.remote, waiting, timeout=10).items():
+                if reply.ok and reply.data.get("state") in agent.FINAL:
+                    self._end_from(n, reply)
+                    waiting.remove(n)
+            if waiting:
+                time.sleep(POLL_S * 3)
+        for n in waiting:
+            self._end(n, "lost", "unknown", f"no new SSH connection within {GRACE_S:g} s after the deadline",
+                      ssh_after=False)
+
+    def _end_from(self, node: str, reply: Reply) -> None:
+        state = reply.data.get("state")
+        outcome: Outcome = "applied" if state == "committed" else "revert-failed" if state == "revert-failed" \
+            else "reverted"
+        reason = reply.data.get("reason") or ""
+        if reply.data.get("revert_errors"):
+            reason += f" (revert errors: {'; '.join(reply.data['revert_errors'])})"
+        self._end(node, outcome, str(reply.data.get("configuration", "")), reason,
+                  new_failures=self.new_failures.get(node, ()),
+                  ssh_after=True)
+
+
+def _findings(stdout: str) -> list[dict[str, Any]] | None:
+    try:
+        findings = json.loads(stdout)["findings"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return findings if isinstance(findings, list) else None
+
+
+def previous_note(status: dict[str, Any]) -> str:
+    """How the node's last apply ended, as the next run reports it."""
+    if not status.get("txid"):
+        return ""
+    note = f"last apply {status['txid']}: {status.get('state')}, {status.get('configuration')} configuration"
+    if status.get("reason"):
+        note += f" ({status['reason']})"
+    return note
+
+
+def key_hint(error: str) -> str:
+    if "Permission denied" in error:
+        return (f"{error}: the admin's key does not log in here, so a keys-only sshd would lock you out; "
+                "`gpunet apply install-key` puts it there first")
+    return error

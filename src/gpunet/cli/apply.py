@@ -1,0 +1,187 @@
+"""`gpunet apply run|status|rollback|install-key`: push the rendered configuration safely."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.table import Table
+
+from gpunet.cli.console import cell, print_table, stderr, stdout
+from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
+from gpunet.cli.fleet_options import ConnectTimeoutOpt, FanoutOpt, JsonOpt, KeyOpt, NodesArg, UserOpt
+from gpunet.model.nodeset import fold
+
+if TYPE_CHECKING:
+    from ClusterShell.NodeSet import NodeSet
+
+    from gpunet.apply import ApplyReport, NodeDryRun, Remote
+    from gpunet.apply.remote import Reply
+    from gpunet.model.plan import Plan
+
+app = typer.Typer(no_args_is_help=True, help="Push the rendered configuration with a backup, verification "
+                                              "against the Plan and an automatic revert unless confirmed.")
+
+LabOpt = Annotated[str | None, typer.Option("--lab", help="This lab's servers (over SSH, with the lab's plan).")]
+PlanOpt = Annotated[Path | None, typer.Option("--plan", help="The plan.json to apply (nodes reached at their "
+                                                            "management addresses).")]
+TargetOpt = Annotated[list[str] | None, typer.Option(
+    "--target", "-t", help="Render target to apply (repeat): netplan, networkmanager, sysctl, nftables, sshd, "
+                           "hosts, nccl, ntp. Default: netplan, sysctl, nftables, sshd.")]
+
+
+def _reach(nodes: str, lab: str | None, plan: Path | None, user: str | None, key: Path | None, fanout: int,
+           connect_timeout: float) -> tuple[Plan, Remote, NodeSet]:
+    from gpunet import api
+    from gpunet.apply import reach
+
+    plan_model, remote = reach(lab=lab, plan_path=plan, user=user, key=key, fanout=fanout,
+                               connect_timeout=connect_timeout)
+    return plan_model, remote, api.fleet_nodes(nodes, plan=plan, lab=lab)
+
+
+@app.command("run")
+@handles_errors
+def run(
+    nodes: NodesArg, lab: LabOpt = None, plan: PlanOpt = None, target: TargetOpt = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds each node waits for its confirmation "
+                                                             "before its guard reverts it.")] = 120,
+    canary: Annotated[int, typer.Option("--canary", help="Nodes in the first batch.")] = 1,
+    batch: Annotated[int, typer.Option("--batch", help="Nodes per batch after the canary.")] = 8,
+    max_fail: Annotated[int, typer.Option("--max-fail", help="Failed nodes the rollout tolerates before it "
+                                                             "stops.")] = 0,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print each file's diff and the commands; change "
+                                                            "nothing.")] = False,
+    user: UserOpt = None, key: KeyOpt = None, fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10,
+    as_json: JsonOpt = False,
+) -> None:
+    """Back up, write, apply, verify with the doctor, confirm over a new SSH connection; revert otherwise.
+
+    Canary first, then batches; stops once more than --max-fail nodes failed. Exit 1 unless every
+    node ended on the new configuration."""
+    from gpunet.apply import ApplyOptions, apply_rollout
+    from gpunet.apply import dry_run as preview
+    from gpunet.apply.manifest import DEFAULT_TARGETS
+
+    plan_model, remote, wanted = _reach(nodes, lab, plan, user, key, fanout, connect_timeout)
+    targets = tuple(target or DEFAULT_TARGETS)
+    if dry_run:
+        _print_dry_run(preview(plan_model, wanted, remote, targets), as_json)
+        return
+    options = ApplyOptions(targets=targets, timeout_s=timeout, canary=canary, batch=batch, max_fail=max_fail)
+    with stderr.status("applying…", spinner="dots") as spinner:
+        report = apply_rollout(plan_model, wanted, remote, options,
+                               progress=lambda step, done, total: spinner.update(f"{step} ({done}/{total} done)"))
+    _print_report(report, as_json)
+    if report.failed:
+        raise typer.Exit(EXIT_CHECKS_FAILED)
+
+
+def _print_report(report: ApplyReport, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(report.model_dump(), indent=1))
+        return
+    groups: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for n in report.nodes:
+        failures = f" [new failures: {', '.join(n.new_failures)}]" if n.new_failures and n.outcome != "applied" else ""
+        groups[n.outcome, n.configuration, n.reason + failures].append(n.node)
+    table = Table("nodes", "outcome", "configuration", "why", title=f"gpunet apply ({len(report.nodes)} nodes, "
+                                                                    f"batches {' → '.join(report.batches)})")
+    for (outcome, configuration, reason), names in groups.items():
+        style = "green" if outcome == "applied" else "yellow" if outcome in ("reverted", "not-started") else "red"
+        table.add_row(cell(fold(names)), f"[{style}]{outcome}[/{style}]", cell(configuration), cell(reason))
+    print_table(table)
+    for n in report.nodes:
+        if n.previous:
+            stdout.print(f"{n.node}: {cell(n.previous)}", highlight=False)
+
+
+def _print_dry_run(results: list[NodeDryRun], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps([r.model_dump() for r in results], indent=1))
+        return
+    for r in results:
+        if r.error:
+            stdout.print(f"[red]{r.node}[/red]: {cell(r.error)}", highlight=False)
+            continue
+        changed = [f for f in r.files if f.diff]
+        stdout.print(f"[bold]{r.node}[/bold]: {len(changed)} of {len(r.files)} files change", highlight=False)
+        for f in changed:
+            print(f.diff, end="" if f.diff.endswith("\n") else "\n")
+        for line in r.sysctl:
+            print(f"  sysctl {line}")
+        for line in r.runtime:
+            print(f"  would run: {line}")
+
+
+@app.command("status")
+@handles_errors
+def status(nodes: NodesArg, lab: LabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
+           fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10, as_json: JsonOpt = False) -> None:
+    """How each node's last apply ended: on the new or the old configuration, and why.
+
+    A transaction found interrupted with nobody looking after it (its guard killed, the node
+    restarted) is reverted first, and said so."""
+    from gpunet.apply import status as node_status
+
+    _, remote, wanted = _reach(nodes, lab, plan, user, key, fanout, connect_timeout)
+    _print_states(node_status(remote, wanted), as_json)
+
+
+@app.command("rollback")
+@handles_errors
+def rollback(nodes: NodesArg, lab: LabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
+             fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10, as_json: JsonOpt = False) -> None:
+    """Revert, now, the apply each node is waiting to have confirmed (a confirmed one stays)."""
+    from gpunet.apply import rollback as node_rollback
+
+    _, remote, wanted = _reach(nodes, lab, plan, user, key, fanout, connect_timeout)
+    _print_states(node_rollback(remote, wanted), as_json)
+
+
+def _print_states(replies: dict[str, Reply], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({n: r.data if r.ok else {"error": r.error} for n, r in replies.items()}, indent=1))
+    else:
+        groups: dict[tuple[str, ...], list[str]] = defaultdict(list)
+        for n, r in replies.items():
+            d = r.data
+            row: tuple[str, ...] = (("error", r.error, "", "") if not r.ok else
+                   (str(d.get("state") or "never applied"), str(d.get("configuration", "")), str(d.get("txid") or ""),
+                    str(d.get("reason") or "") + (f" (interrupted at {d['interrupted_at']})"
+                                                  if d.get("interrupted_at") else "")))
+            groups[row].append(n)
+        table = Table("nodes", "last apply", "configuration", "transaction", "why")
+        for row, names in groups.items():
+            table.add_row(cell(fold(names)), *(cell(c) for c in row))
+        print_table(table)
+    if any(not r.ok or r.data.get("state") == "revert-failed" for r in replies.values()):
+        raise typer.Exit(EXIT_CHECKS_FAILED)
+
+
+@app.command("install-key")
+@handles_errors
+def install_key(
+    nodes: NodesArg,
+    pubkey: Annotated[Path, typer.Option("--pubkey", help="The admin's public key.")] = Path("~/.ssh/id_ed25519.pub"),
+    plan: PlanOpt = None, user: UserOpt = None,
+) -> None:
+    """Put the admin's public key on nodes that still take a password (asked per node, as ssh-copy-id).
+
+    Run it before applying the keys-only sshd: apply refuses a node the key does not log in to."""
+    from gpunet import api
+    from gpunet.apply.keys import install_key_on, read_public_key
+
+    key_line = read_public_key(pubkey.expanduser())
+    addresses = api.management_addresses(plan) if plan else {}
+    failed = []
+    for node in api.fleet_nodes(nodes, plan=plan):
+        stderr.print(f"{node}: installing {pubkey} (ssh asks for the password)", highlight=False)
+        if not install_key_on(addresses.get(node, node), key_line, user):
+            failed.append(node)
+    if failed:
+        stderr.print(f"[red]not installed[/red] on {fold(failed)}", highlight=False)
+        raise typer.Exit(EXIT_CHECKS_FAILED)
