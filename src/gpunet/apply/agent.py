@@ -297,7 +297,12 @@ def _route_line(route: dict[str, Any]) -> str:
 
 
 def act(action: dict[str, Any], target: dict[str, Any], root: Path, tx: Path) -> None:
-    """One step of a target's apply or revert: a command, the lab's network state, or a snapshot."""
+    """One step of a target's apply or revert: a command, the lab's network state, or a snapshot;
+    `if_file`/`unless_file` make it depend on whether a file is (back) in place."""
+    if "if_file" in action and not under(root, action["if_file"]).is_file():
+        return
+    if "unless_file" in action and under(root, action["unless_file"]).is_file():
+        return
     if "run" in action:
         run(action["run"], root, timeout=float(action.get("timeout", 120)))
     elif "ip_state" in action:
@@ -363,7 +368,7 @@ class Transaction:
         move_to(self.state, journal, "applied", applied_at=round(time.time(), 3))
 
     def revert(self, journal: dict[str, Any], reason: str) -> None:
-        """Old files back, then each target's runtime back (in reverse order), whatever fails."""
+        """Old files back, then each target's runtime back, whatever fails."""
         if journal.get("state") in FINAL:
             return
         interrupted = journal.get("state")
@@ -381,7 +386,8 @@ class Transaction:
 
     def _revert_runtime(self) -> list[str]:
         errors = []
-        for target in reversed(self.manifest()["targets"]):
+        # In the apply's order: the network back before sshd reloads (a lab sshd binds its address).
+        for target in self.manifest()["targets"]:
             for action in target.get("revert", []):
                 try:
                     act(action, target, self.root, self.tx)
@@ -413,7 +419,7 @@ class Transaction:
         with locked(self.state, wait_s=30):
             journal = load_journal(self.state)
             if journal.get("txid") == self.txid and journal.get("state") not in FINAL:
-                self.revert(journal, f"not confirmed within {journal.get('timeout_s')} s")
+                self.revert(journal, f"not confirmed within {float(journal.get('timeout_s', 0)):g} s")
 
 
 def _wait_for(predicate: Any, seconds: float) -> bool:

@@ -103,8 +103,12 @@ def _sysctl(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
 
 
 def _nftables(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
-    return {"requires": ["nft"], "check": [_run("nft", "-c", "-f", ROOT + NFT_PATH)],
-            "apply": [_run("nft", "-f", ROOT + NFT_PATH)], "revert": [{"restore": "nft"}], "snapshot": ["nft"]}
+    # The file replaces gpunet's own table only; so does the revert: the old file loaded again, or
+    # the table removed where there was none. Other tables (container runtimes, fail2ban) stay.
+    load = _run("nft", "-f", ROOT + NFT_PATH)
+    return {"requires": ["nft"], "check": [_run("nft", "-c", "-f", ROOT + NFT_PATH)], "apply": [load],
+            "revert": [load | {"if_file": NFT_PATH}, _run("nft", "delete", "table", "inet", "gpunet") |
+                       {"unless_file": NFT_PATH}]}
 
 
 def _sshd(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:

@@ -72,6 +72,8 @@ def agent_argv(remote: Remote, command: str, *args: str) -> list[str]:
 
 def call(remote: Remote, commands: Mapping[str, Sequence[str]], timeout: float = 60) -> dict[str, Reply]:
     """Each node its own agent argv, all at once; a Reply per node."""
+    if not commands:
+        return {}
     outcomes = run_each(remote.runner, commands, timeout=timeout)
     return {node: reply_of(node, outcome) for node, outcome in outcomes.items()}
 

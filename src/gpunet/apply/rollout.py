@@ -21,7 +21,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -41,6 +41,9 @@ from gpunet.model.plan import Plan
 Outcome = Literal["applied", "reverted", "refused", "unreachable", "lost", "revert-failed", "not-started"]
 CHANGED_NOTHING = ("refused", "unreachable", "not-started")
 POLL_S = 0.3
+POLL_CONNECT_S = 3.0  # a status poll's SSH connect timeout
+CONFIRM_S = 3.0  # what a confirmation takes at most, kept free before the deadline
+SILENT_AFTER = 3  # status polls missed in a row after `begin`: SSH is broken, the guard will revert
 GRACE_S = 30.0  # after the deadline: how long the guard's revert may take to make the node answer again
 DOCTOR_INTERVAL_S = 0.5
 
@@ -53,7 +56,8 @@ class NodeApply(Frozen):
     new_failures: tuple[str, ...] = ()  # checks failing after the change that passed before it
     ssh_after: bool | None = None  # a new SSH connection worked at the end
     previous: str = ""  # how an earlier apply on this node had ended, when it had not been seen
-    seconds: float = 0.0
+    seconds: float = 0.0  # here, from the batch's start
+    node_seconds: float | None = None  # on the node: from `begin` to committed or reverted
 
 
 class ApplyReport(Frozen):
@@ -145,10 +149,7 @@ class BatchRun:
         live = [n for n in live if n in baseline]
         begun = self._begin(live)
         deadline = time.monotonic() + self.options.timeout_s
-        applied = self._wait_applied(begun, deadline)
-        verified = self._verify(applied, baseline)
-        self._confirm(verified)
-        self._abort([n for n in applied if n not in verified])
+        self._watch(begun, baseline, deadline)
         self._after_deadline([n for n in begun if n not in self.results], deadline)
         return [self.results[n] for n in self.nodes]
 
@@ -209,10 +210,12 @@ class BatchRun:
         change = self.options.change
         return None if change is None else partial(change, node)
 
-    def _doctor(self, nodes: list[str], when: str) -> dict[str, set[str]]:
+    def _doctor(self, nodes: list[str], when: str, timeout: float = 120) -> dict[str, set[str]]:
         """Failing checks per node (`check subject`); a node the doctor cannot run on is left out."""
+        if not nodes:
+            return {}
         argv = doctor_command(self.remote.gpunet, f"{self.bundle_dir}/plan.json", True, DOCTOR_INTERVAL_S)
-        outcomes = run_each(self.remote.runner, {n: argv for n in nodes}, timeout=120)
+        outcomes = run_each(self.remote.runner, {n: argv for n in nodes}, timeout=timeout)
         failing: dict[str, set[str]] = {}
         for n, outcome in outcomes.items():
             findings = _findings(outcome.stdout) if outcome.rc in (0, 1) else None
@@ -237,31 +240,41 @@ class BatchRun:
                 self._unreached(n, reply, "begin")
         return begun
 
-    def _wait_applied(self, nodes: list[str], deadline: float) -> list[str]:
-        """Nodes whose agent says `applied`; nodes that reverted themselves end here."""
-        waiting, applied = list(nodes), []
+    def _watch(self, nodes: list[str], baseline: dict[str, set[str]], deadline: float) -> None:
+        """Until the deadline: each node that says `applied` is verified and confirmed (or told to
+        revert) at once; nodes that reverted themselves end here; a node that stops answering
+        after `begin` is left to its guard (asked again after the deadline)."""
+        waiting, misses = list(nodes), dict.fromkeys(nodes, 0)
+        quick = replace(self.remote, runner=replace(self.remote.runner, connect_timeout=POLL_CONNECT_S))
         while waiting and time.monotonic() < deadline:
-            for n, reply in status_of(self.remote, waiting, timeout=10).items():
+            applied = []
+            for n, reply in status_of(quick, waiting, timeout=10).items():
                 state = reply.data.get("state") if reply.ok and reply.data.get("txid") == self.txid else None
+                misses[n] = 0 if reply.ok else misses[n] + 1
                 if state == "applied":
                     applied.append(n)
                 elif state in agent.FINAL:
                     self._end_from(n, reply)
-                if state == "applied" or state in agent.FINAL:
+                if state == "applied" or state in agent.FINAL or misses[n] >= SILENT_AFTER:
                     waiting.remove(n)
+            # the doctor must end before the deadline, with time left to confirm
+            verified = self._verify(applied, baseline, max(2.0, deadline - time.monotonic() - CONFIRM_S))
+            self._confirm(verified)
+            self._abort([n for n in applied if n not in verified])
             if waiting:
                 time.sleep(POLL_S)
-        return applied
 
-    def _verify(self, nodes: list[str], baseline: dict[str, set[str]]) -> list[str]:
+    def _verify(self, nodes: list[str], baseline: dict[str, set[str]], timeout: float) -> list[str]:
         """The doctor again, over a new connection: what fails now and did not before."""
-        after = self._doctor(nodes, "after the change")
+        after = self._doctor(nodes, "after the change", timeout)
+        # A peer changing in this same batch is judged on its own node, not as this node's failure.
+        batch_peers = [[peer] for peer in self.nodes]
         verified = []
         for n in nodes:
             if n not in after:
-                self.new_failures[n] = ("a new SSH connection or the doctor failed after the change",)
+                self.new_failures[n] = ("a new SSH connection or the doctor failed, or it did not end in time",)
                 continue
-            new = tuple(sorted(after[n] - baseline[n]))
+            new = tuple(sorted(f for f in after[n] - baseline[n] if f.split(" ")[1:2] not in batch_peers))
             self.new_failures[n] = new
             if not new:
                 verified.append(n)
@@ -305,9 +318,10 @@ class BatchRun:
         reason = reply.data.get("reason") or ""
         if reply.data.get("revert_errors"):
             reason += f" (revert errors: {'; '.join(reply.data['revert_errors'])})"
+        started, finished = reply.data.get("started"), reply.data.get("finished_at")
+        took = round(finished - started, 2) if isinstance(started, float) and isinstance(finished, float) else None
         self._end(node, outcome, str(reply.data.get("configuration", "")), reason,
-                  new_failures=self.new_failures.get(node, ()),
-                  ssh_after=True)
+                  new_failures=self.new_failures.get(node, ()), ssh_after=True, node_seconds=took)
 
 
 def _findings(stdout: str) -> list[dict[str, Any]] | None:

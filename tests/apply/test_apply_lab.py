@@ -1,0 +1,239 @@
+"""`gpunet apply` against a lab over real SSH: a good change confirmed stays; each kind of bad
+change is reverted with SSH working afterwards (a new connection); kill -9 at each step leaves the
+old configuration and the next run says so; a rollout stops after a failed canary; bad input
+changes nothing. (benchmarks/apply_lockouts.py runs all 56 injected bad changes.)"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from ClusterShell.NodeSet import NodeSet
+
+from gpunet.apply import ApplyOptions, ApplyReport, Remote, apply_rollout, dry_run, reach, status
+from gpunet.apply.manifest import DEFAULT_TARGETS
+from gpunet.lab.sshd import ssh_argv
+from gpunet.lab.state import LabState, lab_dir
+from gpunet.model.plan import Plan
+from tests.apply.bad_changes import KINDS
+from tests.lab.helpers import built_lab
+
+LAB = "ay"
+TIMEOUT_S = 20.0
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[tuple[LabState, Remote]]:
+    with built_lab(LAB) as state:
+        plan, remote = reach(lab=LAB, plan_path=None)
+        del plan
+        yield state, remote
+
+
+def _plan() -> Plan:
+    return reach(lab=LAB, plan_path=None)[0]
+
+
+def _rollout(remote: Remote, nodes: str, **options: object) -> ApplyReport:
+    return apply_rollout(_plan(), NodeSet(nodes), remote,
+                         ApplyOptions(targets=DEFAULT_TARGETS, timeout_s=TIMEOUT_S, **options))  # type: ignore[arg-type]
+
+
+def _tree(node: str) -> dict[str, str]:
+    """Digests of a server's own files (what apply writes), its journal left out."""
+    root = lab_dir(LAB) / "root" / node
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
+            if p.is_file() and "var/lib/gpunet" not in str(p)}
+
+
+def _runtime(node: str) -> str:
+    """What apply changes at run time in a server: addresses, MTU, routes, the firewall, sysctls."""
+    ns = f"gn{LAB}-{node}"
+    parts = [["ip", "-n", ns, "-4", "-o", "addr"], ["ip", "-n", ns, "-4", "route"],
+             ["ip", "netns", "exec", ns, "nft", "list", "ruleset"],
+             ["ip", "netns", "exec", ns, "sysctl", "net.ipv4.tcp_rmem", "net.core.somaxconn"]]
+    return _links(node) + "\n".join(subprocess.run(p, capture_output=True, text=True, check=True).stdout for p in parts)
+
+
+def _links(node: str) -> str:
+    out = subprocess.run(["ip", "-n", f"gn{LAB}-{node}", "-j", "link"], capture_output=True, text=True, check=True)
+    return json.dumps([(link["ifname"], link["mtu"]) for link in json.loads(out.stdout)])
+
+
+def _ssh_works(state: LabState, node: str) -> bool:
+    done = subprocess.run(ssh_argv(lab_dir(LAB), state.mgmt_addresses[node], ["hostname"]), capture_output=True,
+                          text=True, timeout=30, check=False)
+    return done.returncode == 0 and done.stdout.strip() == node
+
+
+def test_a_good_change_is_confirmed_and_stays_after_the_timeout(lab: tuple[LabState, Remote]) -> None:
+    state, remote = lab
+    assert all(not f for f in (_tree(n) for n in ("gpu1", "gpu2")))  # nothing of gpunet's yet
+    report = _rollout(remote, "gpu[1-8]", canary=0, batch=8)
+    assert [n.outcome for n in report.nodes] == ["applied"] * 8, report.nodes
+    assert report.batches == ("gpu[1-8]",) and all(n.ssh_after for n in report.nodes)
+    deadline = max(r.data["deadline"] for r in status(remote, NodeSet("gpu[1-8]")).values())
+    time.sleep(max(0.0, deadline - time.time()) + 1)  # past every deadline: a confirmed change stays
+    after = status(remote, NodeSet("gpu[1-8]"))
+    assert {r.data["state"] for r in after.values()} == {"committed"}
+    assert {r.data["configuration"] for r in after.values()} == {"new"}
+    assert "etc/netplan/60-gpunet.yaml" in _tree("gpu3") and _ssh_works(state, "gpu3")
+    assert "table inet gpunet" in _runtime("gpu3")  # the firewall is live in the server
+    # the dry run now finds nothing to change
+    preview = dry_run(_plan(), NodeSet("gpu3"), remote, DEFAULT_TARGETS)
+    assert [f.path for f in preview[0].files if f.diff] == [] and preview[0].error == ""
+
+
+def test_each_kind_of_bad_change_is_reverted_and_ssh_works_after(lab: tuple[LabState, Remote]) -> None:
+    state, remote = lab
+    nodes = [f"gpu{i + 1}" for i in range(len(KINDS))]
+    before = {n: (_tree(n), _runtime(n)) for n in nodes}
+    kinds = list(KINDS.values())
+
+    def bad(node: str, files: dict[str, str]) -> dict[str, str]:
+        index = nodes.index(node)
+        return kinds[index](index)(files)
+
+    report = _rollout(remote, f"gpu[1-{len(nodes)}]", canary=0, batch=len(nodes), max_fail=len(nodes), change=bad)
+    outcomes = {n.node: n for n in report.nodes}
+    for node, kind in zip(nodes, KINDS, strict=True):
+        result = outcomes[node]
+        assert result.outcome == "reverted" and result.configuration == "old", (kind, result)
+        assert result.node_seconds is not None and result.node_seconds <= TIMEOUT_S + 2, (kind, result)
+        assert _ssh_works(state, node), kind  # a new connection, after the revert
+        assert _tree(node) == before[node][0], kind
+        assert _runtime(node).splitlines() == before[node][1].splitlines(), kind
+    # both ways of reverting happened: the controller after a failed verification, the guard alone
+    reasons = " ".join(n.reason for n in report.nodes)
+    assert "verification failed" in reasons and f"not confirmed within {TIMEOUT_S:g} s" in reasons
+
+
+def _kill_worker_when_paused(node: str, step: str, killed: dict[str, int]) -> None:
+    state_dir = lab_dir(LAB) / "root" / node / "var/lib/gpunet/apply"
+    for _ in range(400):
+        journal = json.loads((state_dir / "journal.json").read_text()) if (state_dir / "journal.json").exists() \
+            else {}
+        if journal.get("txid") and (state_dir / "tx" / journal["txid"] / f"paused-{step}").exists():
+            os.kill(journal["worker_pid"], signal.SIGKILL)
+            killed[node] = journal["worker_pid"]
+            return
+        time.sleep(0.05)
+
+
+def test_kill_9_at_each_step_leaves_the_old_configuration_and_the_next_run_says_so(
+        lab: tuple[LabState, Remote]) -> None:
+    state, remote = lab
+    steps = {"gpu1": "backed-up", "gpu2": "writing", "gpu3": "applied"}
+    before = {n: (_tree(n), _links(n)) for n in steps}
+
+    def change(node: str, files: dict[str, str]) -> dict[str, str]:
+        return KINDS["MTU mismatch on management"](0)(files)  # visible if it stayed: eth0 at 9000
+
+    killed: dict[str, int] = {}
+    killers = [threading.Thread(target=_kill_worker_when_paused, args=(n, s, killed)) for n, s in steps.items()]
+    for k in killers:
+        k.start()
+    report = _rollout(remote, "gpu[1-3]", canary=0, batch=3, max_fail=3, change=change, pause_at=steps)
+    for k in killers:
+        k.join()
+    assert sorted(killed) == ["gpu1", "gpu2", "gpu3"]
+    after = status(remote, NodeSet("gpu[1-3]"))
+    for node, step in steps.items():
+        said = after[node].data
+        assert said["state"] == "reverted" and said["configuration"] == "old", said
+        # the guard saw the worker die at once, not at the deadline
+        assert said["interrupted_at"] == ("written" if step == "applied" else step), said
+        assert "its worker is gone" in said["reason"] and said["finished_at"] - said["started"] < TIMEOUT_S / 2
+        assert (_tree(node), _links(node)) == before[node] and _ssh_works(state, node)
+    assert {n.outcome for n in report.nodes} == {"reverted"}
+
+
+def test_kill_9_of_gpunet_apply_while_it_waits_reverts_at_the_deadline(lab: tuple[LabState, Remote]) -> None:
+    state, _ = lab
+    node = "gpu4"
+    before = (_tree(node), _runtime(node))
+    apply_run = subprocess.Popen([sys.executable, "-m", "gpunet", "apply", "run", node, "--lab", LAB, "--timeout",
+                                  "6", "--target", "hosts"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    state_dir = lab_dir(LAB) / "root" / node / "var/lib/gpunet/apply"
+    try:
+        for _ in range(600):  # until the node has applied and waits for the confirmation
+            journal = json.loads((state_dir / "journal.json").read_text())
+            if journal.get("state") == "applied" and "hosts" in (state_dir / "tx" / journal["txid"] /
+                                                                  "manifest.json").read_text():
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the apply never reached `applied`")
+        assert "etc/hosts" in _tree(node)  # the new file is in place while it waits
+    finally:
+        apply_run.kill()
+        apply_run.wait()
+    time.sleep(7)
+    said = subprocess.run([sys.executable, "-m", "gpunet", "apply", "status", node, "--lab", LAB, "--json"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    journal = json.loads(said.stdout)[node]
+    assert journal["state"] == "reverted" and journal["configuration"] == "old", journal
+    assert journal["reason"] == "not confirmed within 6 s"
+    assert (_tree(node), _runtime(node)) == before and _ssh_works(state, node)
+    # the next run says how the last one ended
+    table = subprocess.run([sys.executable, "-m", "gpunet", "apply", "status", node, "--lab", LAB], capture_output=True,
+                           text=True, timeout=60, check=False, env={**os.environ, "COLUMNS": "200"})
+    assert "reverted" in table.stdout and "not confirmed within 6 s" in table.stdout, table.stdout
+
+
+def test_a_rollout_stops_after_a_failed_canary_and_leaves_the_rest_unchanged(lab: tuple[LabState, Remote]) -> None:
+    _, remote = lab
+    before = {f"gpu{i}": (_tree(f"gpu{i}"), _runtime(f"gpu{i}"), status(remote, NodeSet(f"gpu{i}"))[f"gpu{i}"].data)
+              for i in range(2, 9)}
+
+    def canary_breaks(node: str, files: dict[str, str]) -> dict[str, str]:
+        return KINDS["wrong gateway"](1)(files) if node == "gpu1" else files
+
+    report = _rollout(remote, "gpu[1-8]", canary=1, batch=4, change=canary_breaks)
+    assert report.stopped_after == 0 and report.batches == ("gpu1", "gpu[2-5]", "gpu[6-8]")
+    assert report.nodes[0].outcome == "reverted" and "GN-ROUTE-02" in report.nodes[0].reason
+    assert [n.outcome for n in report.nodes[1:]] == ["not-started"] * 7
+    after = {n: (_tree(n), _runtime(n), status(remote, NodeSet(n))[n].data) for n in before}
+    assert after == before
+
+
+def test_bad_input_changes_nothing(lab: tuple[LabState, Remote], tmp_path: Path) -> None:
+    state, remote = lab
+    before = {n: (_tree(n), _runtime(n)) for n in ("gpu5", "gpu6", "gpu7")}
+    # gpu5 answers at gpu6's address: the plan does not match the host reached
+    swapped = replace(remote, runner=replace(remote.runner, addresses={**remote.runner.addresses,
+                                                                       "gpu5": state.mgmt_addresses["gpu6"]}))
+    report = _rollout(swapped, "gpu5", canary=1)
+    assert report.nodes[0].outcome == "refused" and "this node is 'gpu6'" in report.nodes[0].reason
+    # a node nobody answers for (a lab address no server has)
+    dead = replace(remote, runner=replace(remote.runner, connect_timeout=2,
+                                          addresses={**remote.runner.addresses, "gpu7": "198.18.0.200"}))
+    report = _rollout(dead, "gpu7", canary=1)
+    assert report.nodes[0].outcome == "unreachable" and report.nodes[0].configuration == "untouched"
+    # a render target the node lacks: no NetworkManager here
+    report = apply_rollout(_plan(), NodeSet("gpu6"), remote, ApplyOptions(targets=("networkmanager",), timeout_s=9))
+    assert report.nodes[0].outcome == "refused" and "needs nmcli, which this node lacks" in report.nodes[0].reason
+    # a key that does not log in: refused before anything, with the way out
+    key = tmp_path / "other"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    stranger = replace(remote, runner=replace(remote.runner, key=str(key)))
+    report = _rollout(stranger, "gpu6", canary=1)
+    assert report.nodes[0].outcome == "unreachable" and "install-key" in report.nodes[0].reason
+    assert {n: (_tree(n), _runtime(n)) for n in before} == before
+
+
+def test_the_cli_refuses_a_node_outside_the_plan(lab: tuple[LabState, Remote]) -> None:
+    done = subprocess.run([sys.executable, "-m", "gpunet", "apply", "run", "gpu99", "--lab", LAB], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert done.returncode == 2 and "gpu99" in done.stderr
