@@ -497,6 +497,8 @@ def cmd_begin(args: argparse.Namespace) -> dict[str, Any]:
         raise Refused(f"transaction {previous['txid']} is {previous['state']} on this node: confirm it or "
                       f"roll it back first (gpunet apply status / rollback)")
     _require_tools(manifest)
+    for f in manifest["files"]:
+        under(args.root, f["path"])  # every path inside the root, before anything is written
     txid = manifest["txid"]
     if not TXID.match(txid):
         raise Refused(f"bad transaction id {txid!r}")

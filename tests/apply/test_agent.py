@@ -1,0 +1,172 @@
+"""The node agent run here on a temporary root (files-only targets, so no root and no network):
+the transaction's journal, the guard's revert at the deadline and when its worker dies, confirm
+and abort, settling an orphan, and paths that must stay inside the root."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpunet.apply import agent
+from gpunet.apply.manifest import lab_network_state
+from gpunet.errors import UsageError
+
+HOST = socket.gethostname().split(".")[0]
+AGENT = Path(agent.__file__)
+
+
+def _bundle(tmp: Path, files: dict[str, str], *, timeout: float = 30, pause_at: str | None = None,
+            node: str = HOST, txid: str = "abc123def456") -> Path:
+    bundle = tmp / f"bundle-{txid}"
+    (bundle / "manifests").mkdir(parents=True)
+    manifest = {"version": 1, "txid": txid, "node": node, "timeout_s": timeout, "pause_at": pause_at,
+                "token_sha256": agent.sha256(b"secret"),
+                "files": [{"path": p, "content": c, "mode": 0o644} for p, c in files.items()],
+                "targets": [{"name": "hosts", "requires": [], "check": [], "apply": [], "revert": [], "snapshot": []}]}
+    (bundle / "manifests" / f"{node}.json").write_text(json.dumps(manifest))
+    return bundle
+
+
+def _agent(root: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    done = subprocess.run([sys.executable, str(AGENT), args[0], "--root", str(root), *args[1:]], capture_output=True,
+                          text=True, timeout=60, check=False)
+    return done.returncode, json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _journal(root: Path) -> dict[str, Any]:
+    return agent.load_journal(root / "var/lib/gpunet/apply")
+
+
+def _wait_state(root: Path, states: tuple[str, ...], seconds: float = 20) -> dict[str, Any]:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        journal = _journal(root)
+        if journal.get("state") in states:
+            return journal
+        time.sleep(0.05)
+    raise AssertionError(f"still {_journal(root).get('state')}")
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    tree = tmp_path / "root"
+    (tree / "etc").mkdir(parents=True)
+    (tree / "etc/hosts").write_text("old hosts\n")
+    return tree
+
+
+def test_confirmed_over_a_new_call_the_new_files_stay(root: Path, tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path, {"etc/hosts": "new hosts\n", "etc/gpunet/nccl.env": "NCCL_X=1\n"}, timeout=3)
+    rc, said = _agent(root, "begin", "--bundle", str(bundle))
+    assert rc == 0 and said["started"]
+    assert _wait_state(root, ("applied",))["files"][0]["existed"] is True
+    assert _agent(root, "confirm", "abc123def456", "wrong")[0] == 2  # a stale controller cannot commit
+    rc, said = _agent(root, "confirm", "abc123def456", "secret")
+    assert rc == 0 and said["state"] == "committed" and said["configuration"] == "new"
+    time.sleep(3.5)  # past the deadline
+    assert _journal(root)["state"] == "committed" and (root / "etc/hosts").read_text() == "new hosts\n"
+
+
+def test_unconfirmed_the_guard_restores_every_file_at_the_deadline(root: Path, tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path, {"etc/hosts": "new hosts\n", "etc/gpunet/nccl.env": "NCCL_X=1\n"}, timeout=1.5)
+    assert _agent(root, "begin", "--bundle", str(bundle))[0] == 0
+    assert _wait_state(root, ("applied",))
+    assert (root / "etc/hosts").read_text() == "new hosts\n"
+    journal = _wait_state(root, agent.FINAL)
+    assert journal["state"] == "reverted" and journal["reason"] == "not confirmed within 1.5 s"
+    assert (root / "etc/hosts").read_text() == "old hosts\n" and not (root / "etc/gpunet/nccl.env").exists()
+    assert 1.5 <= journal["finished_at"] - journal["started"] < 3
+    rc, said = _agent(root, "status")
+    assert rc == 0 and said["configuration"] == "old"
+
+
+@pytest.mark.parametrize("step", ["backed-up", "writing", "applied"])
+def test_a_worker_killed_at_each_step_is_reverted_by_its_guard_at_once(root: Path, tmp_path: Path,
+                                                                        step: str) -> None:
+    files = {"etc/hosts": "new hosts\n", "etc/gpunet/nccl.env": "NCCL_X=1\n"}
+    assert _agent(root, "begin", "--bundle", str(_bundle(tmp_path, files, timeout=60, pause_at=step)))[0] == 0
+    state_dir = root / "var/lib/gpunet/apply"
+    marker = state_dir / "tx/abc123def456" / f"paused-{step}"
+    for _ in range(200):
+        if marker.exists():
+            break
+        time.sleep(0.05)
+    os.kill(_journal(root)["worker_pid"], signal.SIGKILL)
+    journal = _wait_state(root, agent.FINAL, seconds=10)
+    assert journal["state"] == "reverted" and journal["finished_at"] - journal["started"] < 10
+    assert journal["interrupted_at"] == {"applied": "written"}.get(step, step)
+    assert (root / "etc/hosts").read_text() == "old hosts\n" and not (root / "etc/gpunet/nccl.env").exists()
+
+
+def test_an_orphan_with_worker_and_guard_killed_is_settled_by_the_next_run(root: Path, tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path, {"etc/hosts": "new hosts\n"}, timeout=60)
+    assert _agent(root, "begin", "--bundle", str(bundle))[0] == 0
+    journal = _wait_state(root, ("applied",))
+    os.kill(journal["guard_pid"], signal.SIGKILL)  # as a reboot would
+    time.sleep(0.3)
+    rc, said = _agent(root, "status")
+    assert rc == 0 and said["state"] == "reverted" and "its guard gone" in said["reason"]
+    assert (root / "etc/hosts").read_text() == "old hosts\n"
+
+
+def test_abort_reverts_now_and_a_second_begin_waits_for_no_one(root: Path, tmp_path: Path) -> None:
+    assert _agent(root, "begin", "--bundle", str(_bundle(tmp_path, {"etc/hosts": "x\n"}, timeout=60)))[0] == 0
+    _wait_state(root, ("applied",))
+    second = _bundle(tmp_path / "2", {"etc/hosts": "y\n"}, txid="bbb222ccc333")
+    rc, said = _agent(root, "begin", "--bundle", str(second))
+    assert rc == 2 and "confirm it or roll it back first" in said["error"]
+    rc, said = _agent(root, "abort", "abc123def456", "--reason", "verification failed: GN-MTU-01 eth0")
+    assert rc == 0 and said["state"] == "reverted" and said["reason"].startswith("verification failed")
+    assert (root / "etc/hosts").read_text() == "old hosts\n"
+
+
+def test_a_bundle_for_other_nodes_or_with_escaping_paths_changes_nothing(root: Path, tmp_path: Path) -> None:
+    rc, said = _agent(root, "begin", "--bundle", str(_bundle(tmp_path, {"etc/hosts": "x\n"}, node="gpu999")))
+    assert rc == 2 and f"this node is {HOST!r}" in said["error"] and "gpu999" in said["error"]
+    assert not (root / "var/lib/gpunet/apply/journal.json").exists()
+    for bad in ("../outside", "/etc/passwd", "etc/../../x", "etc/ho\nsts"):
+        with pytest.raises(agent.Refused):
+            agent.under(root, bad)
+    rc, said = _agent(root, "begin", "--bundle", str(_bundle(tmp_path / "b", {"../../escape": "x\n"})))
+    assert rc == 2 and "not a plain relative path" in said["error"] and not _journal(root)
+
+
+def test_a_missing_tool_is_refused_before_anything(root: Path, tmp_path: Path) -> None:
+    bundle = _bundle(tmp_path, {"etc/hosts": "x\n"})
+    path = bundle / "manifests" / f"{HOST}.json"
+    manifest = json.loads(path.read_text())
+    manifest["targets"][0] |= {"name": "networkmanager", "requires": ["gpunet-no-such-tool"]}
+    path.write_text(json.dumps(manifest))
+    rc, said = _agent(root, "begin", "--bundle", str(bundle))
+    assert rc == 2 and "needs gpunet-no-such-tool, which this node lacks" in said["error"]
+    assert (root / "etc/hosts").read_text() == "old hosts\n" and not _journal(root)
+
+
+def test_lab_network_state_reads_the_rendered_netplan_and_refuses_what_the_lab_lacks() -> None:
+    text = ("network:\n  version: 2\n  ethernets:\n    eth0:\n      mtu: 1500\n      addresses: [198.18.0.2/24]\n"
+            "      routes:\n      - {to: default, via: 198.18.0.1}\n")
+    assert lab_network_state(text) == {
+        "links": {"eth0": {"mtu": 1500, "addresses": ["198.18.0.2/24"]}},
+        "routes": [{"to": "default", "via": "198.18.0.1", "dev": "eth0", "metric": None, "type": None}]}
+    with pytest.raises(UsageError, match="bonds"):
+        lab_network_state("network:\n  bonds: {bond0: {}}\n")
+
+
+def test_ip_batch_lines_take_only_checked_words() -> None:
+    assert agent._route_line({"to": "198.18.0.0/25", "via": "198.18.1.254", "dev": "ens1", "metric": 5}) == \
+        "route replace 198.18.0.0/25 via 198.18.1.254 dev ens1 metric 5 proto static"
+    assert agent._route_line({"to": "198.18.0.0/26", "type": "blackhole", "dev": "ens1"}) == \
+        "route replace blackhole 198.18.0.0/26 proto static"
+    with pytest.raises(ValueError):
+        agent._route_line({"to": "198.18.0.0/24\nnetns exec x touch /tmp/p", "via": "198.18.1.1"})
+    with pytest.raises(agent.Refused):
+        agent._checked_link("eth0 mtu 1\naddr add", {"addresses": []})

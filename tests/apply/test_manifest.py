@@ -1,0 +1,73 @@
+"""What the agent is told: per render target, the real tools on a node, the lab's stand-ins in a
+lab; batches; the key-installation script run for real against a temporary home."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gpunet.api import plan_spec
+from gpunet.apply.keys import INSTALL_SCRIPT, read_public_key
+from gpunet.apply.manifest import DEFAULT_TARGETS, Where, node_manifest
+from gpunet.apply.rollout import batches_of
+from gpunet.errors import UsageError
+from tests.lab.helpers import SMALL
+
+PLAN = plan_spec(SMALL)
+
+
+def _manifest(where: Where, targets: tuple[str, ...] = DEFAULT_TARGETS) -> dict:  # type: ignore[type-arg]
+    node = PLAN.node("gpu1")
+    assert node is not None
+    return node_manifest(PLAN, node, targets, where, txid="abcdef123456", token="t", timeout_s=120)
+
+
+def test_a_real_node_gets_its_own_tools_and_private_netplan() -> None:
+    manifest = _manifest(Where())
+    by_name = {t["name"]: t for t in manifest["targets"]}
+    assert by_name["netplan"]["apply"] == [{"run": ["netplan", "apply"]}]
+    assert by_name["netplan"]["check"] == [{"run": ["netplan", "generate"]}]
+    assert by_name["sshd"]["check"] == [{"run": ["sshd", "-t"]}]
+    assert "net.core.rmem_max" in by_name["sysctl"]["sysctl_keys"]  # the host-wide file too
+    modes = {f["path"]: f["mode"] for f in manifest["files"]}
+    assert modes["etc/netplan/60-gpunet.yaml"] == 0o600 and modes["etc/ssh/sshd_config.d/50-gpunet.conf"] == 0o644
+    # the revert of the firewall never flushes other tables
+    assert by_name["nftables"]["revert"][1]["run"] == ["nft", "delete", "table", "inet", "gpunet"]
+
+
+def test_a_lab_server_gets_ip_commands_and_only_per_namespace_sysctls() -> None:
+    manifest = _manifest(Where(lab_root="/run/gpunet/labs/zz/root", sshd_pid_dir="/run/gpunet/labs/zz/run"))
+    by_name = {t["name"]: t for t in manifest["targets"]}
+    assert by_name["netplan"]["ip_state"]["links"]["eth0"]["mtu"] == 1500
+    assert by_name["sshd"]["apply"] == [{"run": ["pkill", "-HUP", "-F", "/run/gpunet/labs/zz/run/gpu1.sshd.pid"]}]
+    assert "net.core.rmem_max" not in by_name["sysctl"]["sysctl_keys"]
+    assert "net.ipv4.tcp_rmem" in by_name["sysctl"]["sysctl_keys"]
+
+
+def test_unknown_targets_and_bad_batches_are_refused() -> None:
+    with pytest.raises(UsageError, match="apply knows"):
+        _manifest(Where(), ("firewalld-typo",))
+    assert batches_of(["a", "b", "c", "d", "e"], 1, 2) == [["a"], ["b", "c"], ["d", "e"]]
+    assert batches_of(["a", "b"], 0, 8) == [["a", "b"]]
+    with pytest.raises(UsageError):
+        batches_of(["a"], 1, 0)
+
+
+def test_install_key_appends_once_with_the_key_on_stdin(tmp_path: Path) -> None:
+    pub = tmp_path / "id.pub"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "id")], check=True)
+    line = read_public_key(pub)
+    home = tmp_path / "home"
+    home.mkdir()
+    for _ in range(2):
+        subprocess.run(["sh", "-c", INSTALL_SCRIPT], input=line + "\n", text=True, check=True,
+                       env={**os.environ, "HOME": str(home)})
+    keys = home / ".ssh" / "authorized_keys"
+    assert keys.read_text() == line + "\n" and keys.stat().st_mode & 0o777 == 0o600
+    for bad in ("ssh-ed25519 AAAA; touch /tmp/x", "-----BEGIN OPENSSH PRIVATE KEY-----", "ssh-ed25519 AAAA\nssh-rsa B"):
+        (tmp_path / "bad.pub").write_text(bad)
+        with pytest.raises(UsageError):
+            read_public_key(tmp_path / "bad.pub")
