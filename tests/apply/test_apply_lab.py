@@ -80,6 +80,13 @@ def _ssh_works(state: LabState, node: str) -> bool:
 def test_a_good_change_is_confirmed_and_stays_after_the_timeout(lab: tuple[LabState, Remote]) -> None:
     state, remote = lab
     assert all(not f for f in (_tree(n) for n in ("gpu1", "gpu2")))  # nothing of gpunet's yet
+    preview = subprocess.run([sys.executable, "-m", "gpunet", "apply", "run", "gpu1", "--lab", LAB, "--dry-run"],
+                             capture_output=True, text=True, timeout=60, check=False)
+    assert preview.returncode == 0, preview.stderr
+    assert "4 of 5 files change" in preview.stdout or "5 of 5 files change" in preview.stdout, preview.stdout
+    assert "+++ b/etc/netplan/60-gpunet.yaml" in preview.stdout and "sysctl net.ipv4.tcp_mtu_probing" in preview.stdout
+    assert "would run: nftables: nft -c -f /etc/nftables.d/gpunet.nft" in preview.stdout
+    assert not _tree("gpu1")  # the dry run changed nothing
     report = _rollout(remote, "gpu[1-8]", canary=0, batch=8)
     assert [n.outcome for n in report.nodes] == ["applied"] * 8, report.nodes
     assert report.batches == ("gpu[1-8]",) and all(n.ssh_after for n in report.nodes)

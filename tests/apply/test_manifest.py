@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from gpunet.api import plan_spec
+from gpunet.apply import _node_dry_run
 from gpunet.apply.keys import INSTALL_SCRIPT, read_public_key
 from gpunet.apply.manifest import DEFAULT_TARGETS, Where, node_manifest
+from gpunet.apply.remote import Reply
 from gpunet.apply.rollout import batches_of
 from gpunet.errors import UsageError
 from tests.lab.helpers import SMALL
@@ -71,3 +73,22 @@ def test_install_key_appends_once_with_the_key_on_stdin(tmp_path: Path) -> None:
         (tmp_path / "bad.pub").write_text(bad)
         with pytest.raises(UsageError):
             read_public_key(tmp_path / "bad.pub")
+
+
+def test_the_dry_run_diffs_each_file_and_names_sysctl_changes_and_commands() -> None:
+    manifest = _manifest(Where())
+    netplan = next(f for f in manifest["files"] if f["path"] == "etc/netplan/60-gpunet.yaml")
+    current = {f["path"]: f["content"] for f in manifest["files"]} | {
+        "etc/netplan/60-gpunet.yaml": netplan["content"].replace("mtu: 9000", "mtu: 1500"),
+        "etc/nftables.d/gpunet.nft": None}
+    reply = Reply("gpu1", {"files": current, "sysctl": {"net.ipv4.tcp_mtu_probing": "0",
+                                                         "net.core.somaxconn": "8192"}, "host": "gpu1"})
+    result = _node_dry_run("gpu1", manifest, reply)
+    changed = {f.path: f.diff for f in result.files if f.diff}
+    assert set(changed) == {"etc/netplan/60-gpunet.yaml", "etc/nftables.d/gpunet.nft"}
+    assert "-      mtu: 1500\n+      mtu: 9000" in changed["etc/netplan/60-gpunet.yaml"]
+    assert changed["etc/nftables.d/gpunet.nft"].startswith("--- /dev/null")
+    assert "net.ipv4.tcp_mtu_probing: 0 -> 1" in result.sysctl
+    assert not any(line.startswith("net.core.somaxconn") for line in result.sysctl)  # already as planned
+    assert "netplan: netplan apply" in result.runtime and "sshd: sshd -t" in result.runtime
+    assert _node_dry_run("gpu1", manifest, Reply("gpu1", {}, error="unreachable: timed out")).error

@@ -371,7 +371,8 @@ class Transaction:
         """Old files back, then each target's runtime back, whatever fails."""
         if journal.get("state") in FINAL:
             return
-        interrupted = journal.get("state")
+        # a revert that was itself cut short is done again from where the apply had got to
+        interrupted = journal.get("interrupted_at") if journal.get("state") == "reverting" else journal.get("state")
         move_to(self.state, journal, "reverting", reason=reason, interrupted_at=interrupted)
         errors = []
         if journal.get("files"):
