@@ -37,7 +37,7 @@ def test_a_real_node_gets_its_own_tools_and_private_netplan() -> None:
     modes = {f["path"]: f["mode"] for f in manifest["files"]}
     assert modes["etc/netplan/60-gpunet.yaml"] == 0o600 and modes["etc/ssh/sshd_config.d/50-gpunet.conf"] == 0o644
     # the revert of the firewall never flushes other tables
-    assert by_name["nftables"]["revert"][1]["run"] == ["nft", "delete", "table", "inet", "gpunet"]
+    assert by_name["nftables"]["revert"][1]["stdin"] == "table inet gpunet\ndelete table inet gpunet\n"
 
 
 def test_a_lab_server_gets_ip_commands_and_only_per_namespace_sysctls() -> None:

@@ -174,9 +174,9 @@ def restore_files(root: Path, tx: Path, records: list[dict[str, Any]]) -> None:
 # ---------------------------------------------------------------- commands and runtime state
 
 
-def run(argv: list[str], root: Path, timeout: float = 60) -> str:
+def run(argv: list[str], root: Path, timeout: float = 60, stdin: str | None = None) -> str:
     real = [str(root / a[len(ROOT_MARK):]) if a.startswith(ROOT_MARK) else a for a in argv]
-    done = subprocess.run(real, capture_output=True, text=True, timeout=timeout, check=False)
+    done = subprocess.run(real, capture_output=True, text=True, timeout=timeout, check=False, input=stdin)
     if done.returncode != 0:
         said = " / ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
         raise RuntimeError(f"{' '.join(real)}: exit {done.returncode}: {said}"[:600])
@@ -238,7 +238,8 @@ def _state_of(snapshot: dict[str, Any], links: set[str]) -> dict[str, Any]:
     for r in snapshot["route"]:
         if r.get("protocol") != "kernel":
             state["routes"].append({"to": r.get("dst", "default"), "via": r.get("gateway"), "dev": r.get("dev"),
-                                    "metric": r.get("metric"), "type": r.get("type")})
+                                    "metric": r.get("metric"), "type": r.get("type"),
+                                    "protocol": r.get("protocol", "boot")})
     return state
 
 
@@ -262,6 +263,7 @@ def apply_ip_state(state: dict[str, Any], root: Path, force: bool = False) -> No
 
 DEVICE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 ROUTE_TYPES = ("blackhole", "unreachable", "prohibit")
+PROTOCOL = re.compile(r"^[a-z0-9]{1,16}$")  # boot, static, dhcp, ...: restored as they were
 
 
 def _checked_link(dev: str, link: dict[str, Any]) -> dict[str, Any]:
@@ -278,7 +280,8 @@ def _checked_route(route: dict[str, Any]) -> dict[str, Any]:
             "via": str(ipaddress.ip_address(route["via"])) if route.get("via") else None,
             "dev": route["dev"] if route.get("dev") and DEVICE.match(route["dev"]) else None,
             "metric": int(route["metric"]) if route.get("metric") is not None else None,
-            "type": route["type"] if route.get("type") in ROUTE_TYPES else None}
+            "type": route["type"] if route.get("type") in ROUTE_TYPES else None,
+            "protocol": route["protocol"] if PROTOCOL.match(str(route.get("protocol", ""))) else "static"}
 
 
 def _route_line(route: dict[str, Any]) -> str:
@@ -293,7 +296,7 @@ def _route_line(route: dict[str, Any]) -> str:
         words += ["dev", str(route["dev"])]
     if route["metric"] is not None:
         words += ["metric", str(route["metric"])]
-    return " ".join([*words, "proto", "static"])
+    return " ".join([*words, "proto", route["protocol"]])
 
 
 def act(action: dict[str, Any], target: dict[str, Any], root: Path, tx: Path) -> None:
@@ -304,7 +307,7 @@ def act(action: dict[str, Any], target: dict[str, Any], root: Path, tx: Path) ->
     if "unless_file" in action and under(root, action["unless_file"]).is_file():
         return
     if "run" in action:
-        run(action["run"], root, timeout=float(action.get("timeout", 120)))
+        run(action["run"], root, timeout=float(action.get("timeout", 120)), stdin=action.get("stdin"))
     elif "ip_state" in action:
         apply_ip_state(target["ip_state"], root)
     elif "restore" in action:
@@ -491,18 +494,25 @@ def configuration(state: str) -> str:
 # ---------------------------------------------------------------- commands
 
 
+def cmd_check(args: argparse.Namespace) -> dict[str, Any]:
+    """Whether the bundle fits this node (its name, its tools, its paths); changes nothing."""
+    manifest = _manifest_for_this_node(Path(args.bundle))
+    _require_tools(manifest)
+    for f in manifest["files"]:
+        under(args.root, f["path"])  # every path inside the root, before anything is written
+    if not TXID.match(manifest["txid"]):
+        raise Refused(f"bad transaction id {manifest['txid']!r}")
+    return {"node": manifest["node"], "files": len(manifest["files"])}
+
+
 def cmd_begin(args: argparse.Namespace) -> dict[str, Any]:
+    cmd_check(args)
     manifest = _manifest_for_this_node(Path(args.bundle))
     previous = summary(settle(args.state, args.root))
     if previous.get("state") not in (None, *FINAL):
         raise Refused(f"transaction {previous['txid']} is {previous['state']} on this node: confirm it or "
                       f"roll it back first (gpunet apply status / rollback)")
-    _require_tools(manifest)
-    for f in manifest["files"]:
-        under(args.root, f["path"])  # every path inside the root, before anything is written
     txid = manifest["txid"]
-    if not TXID.match(txid):
-        raise Refused(f"bad transaction id {txid!r}")
     tx = Transaction(args.state, args.root, txid)
     tx.tx.mkdir(parents=True, exist_ok=False, mode=0o700)
     write_atomic(tx.tx / "manifest.json", json.dumps(manifest).encode(), 0o600)
@@ -591,6 +601,7 @@ def cmd_files(args: argparse.Namespace) -> dict[str, Any]:
 # Each command's own arguments, beside --state/--root/--lab-root that every one takes.
 ARGUMENTS: dict[str, list[tuple[tuple[str, ...], dict[str, Any]]]] = {
     "begin": [(("--bundle",), {"required": True})],
+    "check": [(("--bundle",), {"required": True})],
     "confirm": [(("txid",), {}), (("token",), {})],
     "abort": [(("txid",), {}), (("--reason",), {"default": ""})],
     "status": [(("--stage",), {})],
@@ -618,7 +629,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-COMMANDS = {"begin": cmd_begin, "confirm": cmd_confirm, "abort": cmd_abort, "status": cmd_status,
+COMMANDS = {"begin": cmd_begin, "check": cmd_check, "confirm": cmd_confirm, "abort": cmd_abort, "status": cmd_status,
             "files": cmd_files}
 
 

@@ -106,9 +106,11 @@ def _nftables(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]
     # The file replaces gpunet's own table only; so does the revert: the old file loaded again, or
     # the table removed where there was none. Other tables (container runtimes, fail2ban) stay.
     load = _run("nft", "-f", ROOT + NFT_PATH)
+    # declared, then deleted: removed whether or not the apply got as far as creating it
+    remove = _run("nft", "-f", "-") | {"stdin": "table inet gpunet\ndelete table inet gpunet\n",
+                                       "unless_file": NFT_PATH}
     return {"requires": ["nft"], "check": [_run("nft", "-c", "-f", ROOT + NFT_PATH)], "apply": [load],
-            "revert": [load | {"if_file": NFT_PATH}, _run("nft", "delete", "table", "inet", "gpunet") |
-                       {"unless_file": NFT_PATH}]}
+            "revert": [load | {"if_file": NFT_PATH}, remove]}
 
 
 def _sshd(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:

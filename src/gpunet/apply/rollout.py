@@ -3,7 +3,8 @@ Plan and confirmed over a new SSH connection, or reverted by its own guard.
 
 One batch, all its nodes at once:
   1. settle  - each node's agent settles (and reports) what an earlier apply left, makes the stage;
-  2. send    - one bundle (the agent, the plan, a manifest per node) to every node;
+  2. send    - one bundle (the agent, the plan, a manifest per node) to every node, and check it
+               fits each (the node's hostname is the plan's, its tools are there);
   3. baseline- the doctor on each node, before anything changes;
   4. begin   - the agent backs up, starts its guard, writes and applies, detached from SSH;
   5. wait    - until each node says `applied` (or reverted itself);
@@ -144,7 +145,7 @@ class BatchRun:
 
     def run(self) -> list[NodeApply]:
         live = self._settle(self.nodes)
-        live = self._send(live)
+        live = self._check(self._send(live))
         baseline = self._doctor(live, "before the change")
         live = [n for n in live if n in baseline]
         begun = self._begin(live)
@@ -205,6 +206,16 @@ class BatchRun:
             if not sent.outcomes[n].ok:
                 self._end(n, "unreachable", "untouched", f"sending the bundle: {sent.outcomes[n].error}")
         return [n for n in nodes if sent.outcomes[n].ok]
+
+    def _check(self, nodes: list[str]) -> list[str]:
+        """The bundle fits each node (its hostname is the plan's node, its tools are there)."""
+        argv = [*self.remote.python, f"{self.bundle_dir}/agent.py", "check", *self.remote.location,
+                "--bundle", self.bundle_dir]
+        replies = call(self.remote, {n: argv for n in nodes}, timeout=60)
+        for n, reply in replies.items():
+            if not reply.ok:
+                self._unreached(n, reply, "checking the bundle")
+        return [n for n in nodes if replies[n].ok]
 
     def _change_of(self, node: str) -> Callable[[dict[str, str]], dict[str, str]] | None:
         change = self.options.change
