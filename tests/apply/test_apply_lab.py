@@ -104,8 +104,8 @@ def test_each_kind_of_bad_change_is_reverted_and_ssh_works_after(lab: tuple[LabS
     kinds = list(KINDS.values())
 
     def bad(node: str, files: dict[str, str]) -> dict[str, str]:
-        index = nodes.index(node)
-        return kinds[index](index)(files)
+        index = nodes.index(node)  # variant index + 1: the address removed with its routes, so the apply works
+        return kinds[index](index + 1)(files)
 
     report = _rollout(remote, f"gpu[1-{len(nodes)}]", canary=0, batch=len(nodes), max_fail=len(nodes), change=bad,
                       timeout_s=BAD_TIMEOUT_S)

@@ -114,10 +114,13 @@ def _nftables(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]
 
 
 def _sshd(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
+    # Reloaded, or started again where it died: an sshd bound to an address the change removed
+    # exits on reload, and the revert that puts the address back must bring it back too.
     if where.lab:
-        reload = _run("pkill", "-HUP", "-F", f"{where.sshd_pid_dir}/{node.name}.sshd.pid")
+        reload = _run("sh", "-c", 'pkill -HUP -F "$1" 2>/dev/null || exec /usr/sbin/sshd', "sh",
+                      f"{where.sshd_pid_dir}/{node.name}.sshd.pid")
     else:
-        reload = _run("sh", "-c", "systemctl reload ssh 2>/dev/null || systemctl reload sshd")
+        reload = _run("sh", "-c", "systemctl reload-or-restart ssh 2>/dev/null || systemctl reload-or-restart sshd")
     # `sshd -t` reads the whole configuration with the new drop-in: a typo never reaches sshd.
     return {"requires": ["sshd"], "check": [_run("sshd", "-t")], "apply": [reload], "revert": [reload]}
 

@@ -245,8 +245,10 @@ class BatchRun:
         replies = call(self.remote, {n: argv for n in nodes}, timeout=60)
         begun = []
         for n, reply in replies.items():
-            if reply.ok or (reply.reached and not reply.data):
-                begun.append(n)  # started, or its answer was lost on the way: its journal says which
+            if reply.ok or not reply.data:
+                # started, or its answer was lost (the change may cut the very session that started
+                # it): the node's journal says which, after the deadline if need be
+                begun.append(n)
             else:
                 self._unreached(n, reply, "begin")
         return begun
@@ -313,7 +315,10 @@ class BatchRun:
         waiting, give_up = list(nodes), time.monotonic() + GRACE_S
         while waiting and time.monotonic() < give_up:
             for n, reply in status_of(self.remote, waiting, timeout=10).items():
-                if reply.ok and reply.data.get("state") in agent.FINAL:
+                if reply.ok and reply.data.get("txid") != self.txid:
+                    self._end(n, "unreachable", "untouched", "`begin` never reached the node", ssh_after=True)
+                    waiting.remove(n)
+                elif reply.ok and reply.data.get("state") in agent.FINAL:
                     self._end_from(n, reply)
                     waiting.remove(n)
             if waiting:
