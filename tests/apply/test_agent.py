@@ -65,14 +65,14 @@ def root(tmp_path: Path) -> Path:
 
 
 def test_confirmed_over_a_new_call_the_new_files_stay(root: Path, tmp_path: Path) -> None:
-    bundle = _bundle(tmp_path, {"etc/hosts": "new hosts\n", "etc/gpunet/nccl.env": "NCCL_X=1\n"}, timeout=3)
+    bundle = _bundle(tmp_path, {"etc/hosts": "new hosts\n", "etc/gpunet/nccl.env": "NCCL_X=1\n"}, timeout=2)
     rc, said = _agent(root, "begin", "--bundle", str(bundle))
     assert rc == 0 and said["started"]
     assert _wait_state(root, ("applied",))["files"][0]["existed"] is True
     assert _agent(root, "confirm", "abc123def456", "wrong")[0] == 2  # a stale controller cannot commit
     rc, said = _agent(root, "confirm", "abc123def456", "secret")
     assert rc == 0 and said["state"] == "committed" and said["configuration"] == "new"
-    time.sleep(3.5)  # past the deadline
+    time.sleep(2.5)  # past the deadline
     assert _journal(root)["state"] == "committed" and (root / "etc/hosts").read_text() == "new hosts\n"
 
 

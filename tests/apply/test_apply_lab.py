@@ -138,23 +138,47 @@ def _kill_worker_when_paused(node: str, step: str, killed: dict[str, int]) -> No
         time.sleep(0.05)
 
 
+def _kill_the_cli_once_applied(apply_run: subprocess.Popen[bytes], node: str, seen: dict[str, object]) -> None:
+    """SIGKILL `gpunet apply run` itself once its node has applied and waits for the confirmation."""
+    state_dir = lab_dir(LAB) / "root" / node / "var/lib/gpunet/apply"
+    try:
+        for _ in range(600):
+            journal = json.loads((state_dir / "journal.json").read_text()) if (state_dir / "journal.json").exists() \
+                else {}
+            if journal.get("state") == "applied" and "hosts" in (state_dir / "tx" / journal["txid"] /
+                                                                  "manifest.json").read_text():
+                seen.update(journal=journal, tree=_tree(node))  # the new file in place while it waits
+                return
+            time.sleep(0.05)
+    finally:
+        apply_run.kill()
+        apply_run.wait()
+
+
 def test_kill_9_at_each_step_leaves_the_old_configuration_and_the_next_run_says_so(
         lab: tuple[LabState, Remote]) -> None:
+    """The agent's worker killed after the backup, mid-write and after the apply (gpu1-3), and
+    `gpunet apply run` itself killed while its node waits for the confirmation (gpu4), all at once."""
     state, remote = lab
     steps = {"gpu1": "backed-up", "gpu2": "writing", "gpu3": "applied"}
-    before = {n: (_tree(n), _links(n)) for n in steps}
+    before = {n: (_tree(n), _runtime(n)) for n in [*steps, "gpu4"]}
 
     def change(node: str, files: dict[str, str]) -> dict[str, str]:
         return KINDS["MTU mismatch on management"](0)(files)  # visible if it stayed: eth0 at 9000
 
+    apply_run = subprocess.Popen([sys.executable, "-m", "gpunet", "apply", "run", "gpu4", "--lab", LAB, "--timeout",
+                                  "4", "--target", "hosts"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     killed: dict[str, int] = {}
+    seen: dict[str, object] = {}
     killers = [threading.Thread(target=_kill_worker_when_paused, args=(n, s, killed)) for n, s in steps.items()]
+    killers.append(threading.Thread(target=_kill_the_cli_once_applied, args=(apply_run, "gpu4", seen)))
     for k in killers:
         k.start()
     report = _rollout(remote, "gpu[1-3]", canary=0, batch=3, max_fail=3, change=change, pause_at=steps)
     for k in killers:
         k.join()
-    assert sorted(killed) == ["gpu1", "gpu2", "gpu3"]
+    assert sorted(killed) == ["gpu1", "gpu2", "gpu3"] and "etc/hosts" in seen["tree"]  # type: ignore[operator]
+    time.sleep(max(0.0, seen["journal"]["deadline"] - time.time()) + 0.5)  # type: ignore[index]
     after = status(remote, NodeSet("gpu[1-3]"))
     for node, step in steps.items():
         said = after[node].data
@@ -162,41 +186,19 @@ def test_kill_9_at_each_step_leaves_the_old_configuration_and_the_next_run_says_
         # the guard saw the worker die at once, not at the deadline
         assert said["interrupted_at"] == ("written" if step == "applied" else step), said
         assert "its worker is gone" in said["reason"] and said["finished_at"] - said["started"] < TIMEOUT_S / 2
-        assert (_tree(node), _links(node)) == before[node] and _ssh_works(state, node)
     assert {n.outcome for n in report.nodes} == {"reverted"}
-
-
-def test_kill_9_of_gpunet_apply_while_it_waits_reverts_at_the_deadline(lab: tuple[LabState, Remote]) -> None:
-    state, _ = lab
-    node = "gpu4"
-    before = (_tree(node), _runtime(node))
-    apply_run = subprocess.Popen([sys.executable, "-m", "gpunet", "apply", "run", node, "--lab", LAB, "--timeout",
-                                  "4", "--target", "hosts"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    state_dir = lab_dir(LAB) / "root" / node / "var/lib/gpunet/apply"
-    try:
-        for _ in range(600):  # until the node has applied and waits for the confirmation
-            journal = json.loads((state_dir / "journal.json").read_text())
-            if journal.get("state") == "applied" and "hosts" in (state_dir / "tx" / journal["txid"] /
-                                                                  "manifest.json").read_text():
-                break
-            time.sleep(0.05)
-        else:
-            pytest.fail("the apply never reached `applied`")
-        assert "etc/hosts" in _tree(node)  # the new file is in place while it waits
-    finally:
-        apply_run.kill()
-        apply_run.wait()
-    time.sleep(max(0.0, journal["deadline"] - time.time()) + 0.5)
-    said = subprocess.run([sys.executable, "-m", "gpunet", "apply", "status", node, "--lab", LAB, "--json"],
-                          capture_output=True, text=True, timeout=60, check=False)
-    journal = json.loads(said.stdout)[node]
+    # the CLI killed while waiting: the guard reverted at the deadline; the next run says so
+    said_json = subprocess.run([sys.executable, "-m", "gpunet", "apply", "status", "gpu4", "--lab", LAB, "--json"],
+                               capture_output=True, text=True, timeout=60, check=False)
+    journal = json.loads(said_json.stdout)["gpu4"]
     assert journal["state"] == "reverted" and journal["configuration"] == "old", journal
     assert journal["reason"] == "not confirmed within 4 s"
-    assert (_tree(node), _runtime(node)) == before and _ssh_works(state, node)
-    # the next run says how the last one ended
-    table = subprocess.run([sys.executable, "-m", "gpunet", "apply", "status", node, "--lab", LAB], capture_output=True,
-                           text=True, timeout=60, check=False, env={**os.environ, "COLUMNS": "200"})
+    table = subprocess.run([sys.executable, "-m", "gpunet", "apply", "status", "gpu4", "--lab", LAB],
+                           capture_output=True, text=True, timeout=60, check=False,
+                           env={**os.environ, "COLUMNS": "200"})
     assert "reverted" in table.stdout and "not confirmed within 4 s" in table.stdout, table.stdout
+    for node in [*steps, "gpu4"]:
+        assert (_tree(node), _runtime(node)) == before[node] and _ssh_works(state, node), node
 
 
 def test_a_rollout_stops_after_a_failed_canary_and_leaves_the_rest_unchanged(lab: tuple[LabState, Remote]) -> None:
