@@ -33,7 +33,7 @@ def test_a_real_node_gets_its_own_tools_and_private_netplan() -> None:
     assert by_name["netplan"]["apply"] == [{"run": ["netplan", "apply"]}]
     assert by_name["netplan"]["check"] == [{"run": ["netplan", "generate"]}]
     assert by_name["sshd"]["check"] == [{"run": ["sshd", "-t"]}]
-    assert "net.core.rmem_max" in by_name["sysctl"]["sysctl_keys"]  # the host-wide file too
+    assert "net.core.rmem_max" in by_name["sysctl"]["sysctl_values"]  # the host-wide file too
     modes = {f["path"]: f["mode"] for f in manifest["files"]}
     assert modes["etc/netplan/60-gpunet.yaml"] == 0o600 and modes["etc/ssh/sshd_config.d/50-gpunet.conf"] == 0o644
     # the revert of the firewall never flushes other tables
@@ -45,8 +45,8 @@ def test_a_lab_server_gets_ip_commands_and_only_per_namespace_sysctls() -> None:
     by_name = {t["name"]: t for t in manifest["targets"]}
     assert by_name["netplan"]["ip_state"]["links"]["eth0"]["mtu"] == 1500
     assert by_name["sshd"]["apply"][0]["run"][-1] == "/run/gpunet/labs/zz/run/gpu1.sshd.pid"
-    assert "net.core.rmem_max" not in by_name["sysctl"]["sysctl_keys"]
-    assert "net.ipv4.tcp_rmem" in by_name["sysctl"]["sysctl_keys"]
+    assert "net.core.rmem_max" not in by_name["sysctl"]["sysctl_values"]
+    assert "net.ipv4.tcp_rmem" in by_name["sysctl"]["sysctl_values"]
 
 
 def test_unknown_targets_and_bad_batches_are_refused() -> None:

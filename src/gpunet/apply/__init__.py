@@ -7,11 +7,12 @@ from __future__ import annotations
 import difflib
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ClusterShell.NodeSet import NodeSet
 
 from gpunet import api
-from gpunet.apply.manifest import Where, node_manifest
+from gpunet.apply.manifest import ROOT, Where, node_manifest
 from gpunet.apply.remote import Remote, Reply, agent_argv, call, key_only, status_of
 from gpunet.apply.rollout import ApplyOptions, ApplyReport, apply_rollout
 from gpunet.errors import UsageError
@@ -76,26 +77,25 @@ def dry_run(plan: Plan, nodes: NodeSet, remote: Remote, targets: tuple[str, ...]
         if node is None:
             raise UsageError(f"{n}: not in the plan")
         manifests[n] = node_manifest(plan, node, targets, remote.where, txid="dryrun00", token="", timeout_s=1)
-    argv = {n: agent_argv(remote, "files", *[a for k in _keys(m) for a in ("--sysctl", k)],
+    argv = {n: agent_argv(remote, "files", *[a for k in _sysctl_wanted(m) for a in ("--sysctl", k)],
                           *[f["path"] for f in m["files"]]) for n, m in manifests.items()}
     replies = call(remote, argv)
     return [_node_dry_run(n, manifests[n], replies[n]) for n in nodes]
 
 
-def _keys(manifest: dict[str, object]) -> list[str]:
-    return [k for t in manifest["targets"] for k in t.get("sysctl_keys", [])]  # type: ignore[attr-defined]
+def _sysctl_wanted(manifest: dict[str, Any]) -> dict[str, str]:
+    return {k: v for t in manifest["targets"] for k, v in t.get("sysctl_values", {}).items()}
 
 
-def _node_dry_run(node: str, manifest: dict[str, object], reply: Reply) -> NodeDryRun:
+def _node_dry_run(node: str, manifest: dict[str, Any], reply: Reply) -> NodeDryRun:
     if not reply.ok:
         return NodeDryRun(node=node, error=reply.error)
     current, values = reply.data["files"], reply.data["sysctl"]
     files = tuple(FileChange(path=f["path"], diff=_diff(f["path"], current.get(f["path"]), f["content"]))
-                  for f in manifest["files"])  # type: ignore[attr-defined]
+                  for f in manifest["files"])
     wanted = _sysctl_wanted(manifest)
     sysctl = tuple(f"{k}: {values.get(k)} -> {v}" for k, v in wanted.items() if _norm(values.get(k)) != _norm(v))
-    runtime = tuple(f"{t['name']}: {_words(a)}" for t in manifest["targets"]  # type: ignore[attr-defined]
-                    for a in t["check"] + t["apply"])
+    runtime = tuple(f"{t['name']}: {_words(a)}" for t in manifest["targets"] for a in t["check"] + t["apply"])
     return NodeDryRun(node=node, files=files, sysctl=sysctl, runtime=runtime)
 
 
@@ -105,22 +105,11 @@ def _diff(path: str, old: str | None, new: str) -> str:
                                         "/dev/null" if old is None else f"a/{path}", f"b/{path}"))
 
 
-def _sysctl_wanted(manifest: dict[str, object]) -> dict[str, str]:
-    keys = set(_keys(manifest))
-    wanted = {}
-    for f in manifest["files"]:  # type: ignore[attr-defined]
-        for line in f["content"].splitlines():
-            key, sep, value = line.partition("=")
-            if sep and key.strip() in keys:
-                wanted[key.strip()] = value.strip()
-    return wanted
-
-
 def _norm(value: str | None) -> str:
     return " ".join((value or "").split())
 
 
-def _words(action: dict[str, object]) -> str:
+def _words(action: dict[str, Any]) -> str:
     if "run" in action:
-        return " ".join(str(w).replace("@root/", "/") for w in action["run"])  # type: ignore[attr-defined]
+        return " ".join(str(w).replace(ROOT, "/") for w in action["run"])
     return "set links, addresses and routes with ip (the lab's netplan)" if "ip_state" in action else str(action)

@@ -193,10 +193,8 @@ def take_snapshot(kind: str, target: dict[str, Any], root: Path, tx: Path) -> No
     """The runtime state a target will change, saved before it does."""
     where = tx / "backup" / "runtime"
     where.mkdir(parents=True, exist_ok=True)
-    if kind == "nft":
-        (where / "nft.rules").write_text(run(["nft", "list", "ruleset"], root))
-    elif kind == "sysctl":
-        values = {k: _read_sysctl(k) for k in target.get("sysctl_keys", [])}
+    if kind == "sysctl":
+        values = {k: _read_sysctl(k) for k in target.get("sysctl_values", {})}
         (where / "sysctl.json").write_text(json.dumps(values))
     elif kind == "ip":
         snapshot = {"addr": ip_json(root, "-4", "addr", "show"), "route": ip_json(root, "-4", "route", "show")}
@@ -212,11 +210,7 @@ def _read_sysctl(key: str) -> str | None:
 
 def restore_snapshot(kind: str, target: dict[str, Any], root: Path, tx: Path) -> None:
     where = tx / "backup" / "runtime"
-    if kind == "nft":
-        rules = where / "nft.rules"
-        rules.with_suffix(".restore").write_text("flush ruleset\n" + rules.read_text())
-        run(["nft", "-f", str(rules.with_suffix(".restore"))], root)
-    elif kind == "sysctl":
+    if kind == "sysctl":
         values = json.loads((where / "sysctl.json").read_text())
         settable = [f"{k}={v}" for k, v in values.items() if v is not None]
         if settable:
@@ -249,10 +243,10 @@ def apply_ip_state(state: dict[str, Any], root: Path, force: bool = False) -> No
     lines = []
     for dev, raw in state.get("links", {}).items():
         link = _checked_link(dev, raw)
-        if link.get("mtu"):
-            lines.append(f"link set dev {dev} mtu {int(link['mtu'])}")
+        if link["mtu"]:
+            lines.append(f"link set dev {dev} mtu {link['mtu']}")
         lines.append(f"addr flush dev {dev}")
-        lines += [f"addr add {a} dev {dev}" for a in link.get("addresses", [])]
+        lines += [f"addr add {a} dev {dev}" for a in link["addresses"]]
     lines += ["route flush table main proto boot", "route flush table main proto static"]
     lines += [_route_line(r) for r in state.get("routes", [])]
     with tempfile.NamedTemporaryFile("w", suffix=".ip") as script:
@@ -290,7 +284,7 @@ def _route_line(route: dict[str, Any]) -> str:
     if route["type"]:
         words.append(route["type"])
     words.append(str(route["to"]))
-    if route.get("via"):
+    if route["via"]:
         words += ["via", str(route["via"])]
     if route["dev"] and not route["type"]:
         words += ["dev", str(route["dev"])]
@@ -494,20 +488,25 @@ def configuration(state: str) -> str:
 # ---------------------------------------------------------------- commands
 
 
-def cmd_check(args: argparse.Namespace) -> dict[str, Any]:
-    """Whether the bundle fits this node (its name, its tools, its paths); changes nothing."""
+def checked_manifest(args: argparse.Namespace) -> dict[str, Any]:
+    """This node's manifest, when the bundle fits it (its name, its tools, its paths); else Refused."""
     manifest = _manifest_for_this_node(Path(args.bundle))
     _require_tools(manifest)
     for f in manifest["files"]:
         under(args.root, f["path"])  # every path inside the root, before anything is written
     if not TXID.match(manifest["txid"]):
         raise Refused(f"bad transaction id {manifest['txid']!r}")
+    return manifest
+
+
+def cmd_check(args: argparse.Namespace) -> dict[str, Any]:
+    """Whether the bundle fits this node; changes nothing."""
+    manifest = checked_manifest(args)
     return {"node": manifest["node"], "files": len(manifest["files"])}
 
 
 def cmd_begin(args: argparse.Namespace) -> dict[str, Any]:
-    cmd_check(args)
-    manifest = _manifest_for_this_node(Path(args.bundle))
+    manifest = checked_manifest(args)
     previous = summary(settle(args.state, args.root))
     if previous.get("state") not in (None, *FINAL):
         raise Refused(f"transaction {previous['txid']} is {previous['state']} on this node: confirm it or "
@@ -570,15 +569,18 @@ def cmd_abort(args: argparse.Namespace) -> dict[str, Any]:
         journal = load_journal(args.state)
         if not got:
             raise RuntimeError("the apply still holds the lock")
-        if journal.get("txid") != args.txid:
-            raise Refused(f"transaction {args.txid} is not this node's current one ({journal.get('txid')})")
+        _current_tx(journal, args.txid)
         Transaction(args.state, args.root, args.txid).revert(journal, args.reason or "rolled back by the admin")
     return summary(load_journal(args.state))
 
 
-def _same_tx(journal: dict[str, Any], txid: str, token: str) -> None:
+def _current_tx(journal: dict[str, Any], txid: str) -> None:
     if journal.get("txid") != txid:
         raise Refused(f"transaction {txid} is not this node's current one ({journal.get('txid')})")
+
+
+def _same_tx(journal: dict[str, Any], txid: str, token: str) -> None:
+    _current_tx(journal, txid)
     if sha256(token.encode()) != journal.get("token_sha256"):
         raise Refused(f"wrong token for transaction {txid}")
 

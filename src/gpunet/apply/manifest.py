@@ -96,9 +96,10 @@ def _networkmanager(files: dict[str, str], node: Node, where: Where) -> dict[str
 def _sysctl(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
     # A lab server shares the host's kernel-wide keys: only the per-namespace file is applied there.
     applied = [sysctl.NET_PATH] if where.lab else [sysctl.NET_PATH, sysctl.HOST_PATH]
-    keys = [line.split("=", 1)[0].strip() for p in applied for line in files.get(p, "").splitlines()
-            if "=" in line and not line.lstrip().startswith("#")]
-    return {"requires": ["sysctl"], "sysctl_keys": keys, "snapshot": ["sysctl"], "revert": [{"restore": "sysctl"}],
+    values = {key.strip(): value.strip() for p in applied for line in files.get(p, "").splitlines()
+              if not line.lstrip().startswith("#") for key, sep, value in [line.partition("=")] if sep}
+    return {"requires": ["sysctl"], "sysctl_values": values, "snapshot": ["sysctl"],
+            "revert": [{"restore": "sysctl"}],
             "apply": [_run("sysctl", "-q", "-p", ROOT + p) for p in applied if p in files]}
 
 

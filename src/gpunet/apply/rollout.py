@@ -31,9 +31,9 @@ from ClusterShell.NodeSet import NodeSet
 
 from gpunet.apply import agent
 from gpunet.apply.manifest import node_manifest
-from gpunet.apply.remote import Remote, Reply, agent_argv, call, status_of
+from gpunet.apply.remote import AGENT_SOURCE, Remote, Reply, agent_argv, call, status_of
 from gpunet.errors import UsageError
-from gpunet.fleet.doctor import doctor_command
+from gpunet.fleet.doctor import doctor_command, findings_of
 from gpunet.fleet.steps import run_each
 from gpunet.fleet.transfer import copy_to, why
 from gpunet.model.base import Frozen
@@ -146,7 +146,7 @@ class BatchRun:
     def run(self) -> list[NodeApply]:
         live = self._settle(self.nodes)
         live = self._check(self._send(live))
-        baseline = self._doctor(live, "before the change")
+        baseline = self._doctor(live, baseline=True)
         live = [n for n in live if n in baseline]
         begun = self._begin(live)
         deadline = time.monotonic() + self.options.timeout_s
@@ -192,7 +192,7 @@ class BatchRun:
         with tempfile.TemporaryDirectory(prefix="gpunet-apply-") as tmp:
             bundle = Path(tmp) / f"bundle-{self.txid}"
             (bundle / "manifests").mkdir(parents=True)
-            (bundle / "agent.py").write_text(Path(agent.__file__).read_text())
+            (bundle / "agent.py").write_text(AGENT_SOURCE)
             (bundle / "plan.json").write_text(self.plan.model_dump_json(indent=1))
             for n in nodes:
                 node = self.plan.node(n)
@@ -207,11 +207,14 @@ class BatchRun:
                 self._end(n, "unreachable", "untouched", f"sending the bundle: {sent.outcomes[n].error}")
         return [n for n in nodes if sent.outcomes[n].ok]
 
+    def _bundle_agent(self, command: str) -> list[str]:
+        """The bundle's own copy of the agent (begin installs it beside the journal, for the guard)."""
+        return [*self.remote.python, f"{self.bundle_dir}/agent.py", command, *self.remote.location,
+                "--bundle", self.bundle_dir]
+
     def _check(self, nodes: list[str]) -> list[str]:
         """The bundle fits each node (its hostname is the plan's node, its tools are there)."""
-        argv = [*self.remote.python, f"{self.bundle_dir}/agent.py", "check", *self.remote.location,
-                "--bundle", self.bundle_dir]
-        replies = call(self.remote, {n: argv for n in nodes}, timeout=60)
+        replies = call(self.remote, dict.fromkeys(nodes, self._bundle_agent("check")), timeout=60)
         for n, reply in replies.items():
             if not reply.ok:
                 self._unreached(n, reply, "checking the bundle")
@@ -221,28 +224,26 @@ class BatchRun:
         change = self.options.change
         return None if change is None else partial(change, node)
 
-    def _doctor(self, nodes: list[str], when: str, timeout: float = 120) -> dict[str, set[str]]:
-        """Failing checks per node (`check subject`); a node the doctor cannot run on is left out."""
+    def _doctor(self, nodes: list[str], *, baseline: bool = False, timeout: float = 120) -> dict[str, set[str]]:
+        """Failing checks per node (`check subject`); a node the doctor cannot run on is left out (and,
+        for the baseline, ends here untouched)."""
         if not nodes:
             return {}
         argv = doctor_command(self.remote.gpunet, f"{self.bundle_dir}/plan.json", True, DOCTOR_INTERVAL_S)
         outcomes = run_each(self.remote.runner, {n: argv for n in nodes}, timeout=timeout)
         failing: dict[str, set[str]] = {}
         for n, outcome in outcomes.items():
-            findings = _findings(outcome.stdout) if outcome.rc in (0, 1) else None
+            findings = findings_of(outcome.stdout) if outcome.rc in (0, 1) else None
             if findings is None:
-                if when == "before the change":
+                if baseline:
                     self._end(n, "unreachable" if outcome.rc in (None, 255) else "refused", "untouched",
-                              f"doctor {when}: {why(outcome)}")
+                              f"doctor before the change: {why(outcome)}")
                 continue
-            failing[n] = {f"{f['check']} {f['subject']}".strip() for f in findings if f.get("verdict") == "fail"}
+            failing[n] = {f"{f.check} {f.subject}".strip() for f in findings if f.verdict == "fail"}
         return failing
 
     def _begin(self, nodes: list[str]) -> list[str]:
-        # the bundle's own copy of the agent: begin installs it beside the journal for the guard
-        argv = [*self.remote.python, f"{self.bundle_dir}/agent.py", "begin", *self.remote.location,
-                "--bundle", self.bundle_dir]
-        replies = call(self.remote, {n: argv for n in nodes}, timeout=60)
+        replies = call(self.remote, dict.fromkeys(nodes, self._bundle_agent("begin")), timeout=60)
         begun = []
         for n, reply in replies.items():
             if reply.ok or not reply.data:
@@ -279,15 +280,13 @@ class BatchRun:
 
     def _verify(self, nodes: list[str], baseline: dict[str, set[str]], timeout: float) -> list[str]:
         """The doctor again, over a new connection: what fails now and did not before."""
-        after = self._doctor(nodes, "after the change", timeout)
-        # A peer changing in this same batch is judged on its own node, not as this node's failure.
-        batch_peers = [[peer] for peer in self.nodes]
+        after = self._doctor(nodes, timeout=timeout)
         verified = []
         for n in nodes:
             if n not in after:
                 self.new_failures[n] = ("a new SSH connection or the doctor failed, or it did not end in time",)
                 continue
-            new = tuple(sorted(f for f in after[n] - baseline[n] if f.split(" ")[1:2] not in batch_peers))
+            new = tuple(sorted(f for f in after[n] - baseline[n] if not _about_batch_peer(f, self.nodes)))
             self.new_failures[n] = new
             if not new:
                 verified.append(n)
@@ -340,12 +339,11 @@ class BatchRun:
                   new_failures=self.new_failures.get(node, ()), ssh_after=True, node_seconds=took)
 
 
-def _findings(stdout: str) -> list[dict[str, Any]] | None:
-    try:
-        findings = json.loads(stdout)["findings"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return findings if isinstance(findings, list) else None
+def _about_batch_peer(failing: str, batch: list[str]) -> bool:
+    """A failing check about a peer changing in this same batch (`GN-PEER-01 gpu7 management ...`):
+    judged on that peer's own node, not as this node's failure."""
+    words = failing.split(" ")
+    return len(words) > 1 and words[1] in batch
 
 
 def previous_note(status: dict[str, Any]) -> str:

@@ -51,7 +51,7 @@ def fold_doctor(result: FleetResult) -> FleetDoctorReport:
     findings: list[Finding] = []
     unreachable: dict[str, list[str]] = defaultdict(list)
     for name, outcome in result.outcomes.items():
-        parsed = _findings(outcome.stdout) if outcome.rc in (0, 1) else None
+        parsed = findings_of(outcome.stdout) if outcome.rc in (0, 1) else None
         if parsed is None:
             why = outcome.error or f"exit {outcome.rc}: {(outcome.stderr or outcome.stdout).strip()[-200:]}"
             unreachable[why].append(name)
@@ -61,7 +61,8 @@ def fold_doctor(result: FleetResult) -> FleetDoctorReport:
                              unreachable={fold(n): why for why, n in unreachable.items()})
 
 
-def _findings(stdout: str) -> list[Finding] | None:
+def findings_of(stdout: str) -> list[Finding] | None:
+    """The findings of one node's `doctor --json`, or None when its output is not that."""
     try:
         return [Finding.model_validate(f) for f in json.loads(stdout)["findings"]]
     except (ValueError, KeyError, TypeError, ValidationError):
