@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from gpunet.checks import CHECKS, Context, run_checks
+from gpunet.checks import doctor as checks_doctor
 from gpunet.model.state import BondSlave, BondState, InterfaceState, NodeState, RdmaStack, Route, SnmpCounters
 from gpunet.probe.parsers import parse_env_file
+from gpunet.probe.peers import PeerProbe, plan_probes
 from gpunet.render.nccl import render_nccl_env
 from tests.render.rendered import example_plan
 
@@ -97,3 +101,17 @@ def test_half_duplex_fails_the_speed_check() -> None:
     state = healthy()
     half = tuple(i.model_copy(update={"duplex": "half"}) if i.name == "ens1f0" else i for i in state.interfaces)
     assert failed(healthy(interfaces=half)) == {("GN-LINK-02", "ens1f0")}
+
+
+def test_skipped_peers_are_not_probed_and_the_gateway_still_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """apply's verification leaves out the nodes changing in its own batch."""
+    probed: list[PeerProbe] = []
+    monkeypatch.setattr(checks_doctor, "probe_node", lambda *a, meanwhile, **k: (meanwhile(), healthy())[1])
+    monkeypatch.setattr(checks_doctor, "run_probes", lambda probes, *a, **k: probed.extend(probes) or [])
+    everyone = {p.peer for p in plan_probes(PLAN, NODE)}
+    others = sorted(everyone - {"gateway", "node01"})
+    assert len(others) >= 2, everyone
+    skipped = frozenset(others[1:])
+    checks_doctor.doctor_node(PLAN, "node01", peers=True, interval=0.1, skip_peers=skipped)
+    assert {p.peer for p in probed} == everyone - skipped
+    assert {"gateway", "node01", others[0]} <= {p.peer for p in probed}  # the gateway, its own DAD, the rest

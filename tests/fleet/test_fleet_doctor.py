@@ -61,6 +61,9 @@ def test_the_command_each_node_runs() -> None:
         "gpunet", "doctor", "--plan", "/etc/gpunet/plan.json", "--json", "--interval", "2", "--peers", "--listen",
         "--listening", "gpu[1-8]"]
     assert doctor_command(["gpunet"], "/etc/gpunet/plan.json", peers=False, interval=2)[-1] == "2"
+    assert doctor_command(["gpunet"], "/p.json", peers=True, interval=2, skip="gpu[1-4]")[-2:] == [
+        "--skip-peers", "gpu[1-4]"]
+    assert "--skip-peers" not in doctor_command(["gpunet"], "/p.json", peers=False, interval=2, skip="gpu1")
 
 
 @pytest.mark.lab

@@ -12,6 +12,8 @@ One batch, all its nodes at once:
                the baseline fails the node;
   7. confirm - over a new connection; a failed node is told to revert now; a node that cannot be
                reached is reverted by its guard at the deadline, then asked again how it ended.
+Steps 4-7 run for each node on its own thread, its deadline counted from its own `begin`: a node
+whose SSH the change cut must not eat another's time to verify.
 The rollout goes canary first, then batches, and stops once more nodes failed than the budget.
 """
 
@@ -22,6 +24,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -148,10 +151,9 @@ class BatchRun:
         live = self._check(self._send(live))
         baseline = self._doctor(live, baseline=True)
         live = [n for n in live if n in baseline]
-        begun = self._begin(live)
-        deadline = time.monotonic() + self.options.timeout_s
-        self._watch(begun, baseline, deadline)
-        self._after_deadline([n for n in begun if n not in self.results], deadline)
+        if live:  # each node on its own from here: one whose SSH hangs must not eat another's time
+            with ThreadPoolExecutor(max_workers=min(len(live), self.remote.runner.fanout)) as pool:
+                list(pool.map(lambda n: self._transact(n, baseline[n]), live))
         return [self.results[n] for n in self.nodes]
 
     def _end(self, node: str, outcome: Outcome, configuration: str, reason: str = "", **more: Any) -> None:
@@ -229,7 +231,10 @@ class BatchRun:
         for the baseline, ends here untouched)."""
         if not nodes:
             return {}
-        argv = doctor_command(self.remote.gpunet, f"{self.bundle_dir}/plan.json", True, DOCTOR_INTERVAL_S)
+        # the batch's own nodes are not probed: each is judged on itself, and one a bad change cut
+        # off would hold every other node's doctor for its probes' timeouts
+        argv = doctor_command(self.remote.gpunet, f"{self.bundle_dir}/plan.json", True, DOCTOR_INTERVAL_S,
+                              skip=str(NodeSet.fromlist(self.nodes)))
         outcomes = run_each(self.remote.runner, {n: argv for n in nodes}, timeout=timeout)
         failing: dict[str, set[str]] = {}
         for n, outcome in outcomes.items():
@@ -242,89 +247,78 @@ class BatchRun:
             failing[n] = {f"{f.check} {f.subject}".strip() for f in findings if f.verdict == "fail"}
         return failing
 
-    def _begin(self, nodes: list[str]) -> list[str]:
-        replies = call(self.remote, dict.fromkeys(nodes, self._bundle_agent("begin")), timeout=60)
-        begun = []
-        for n, reply in replies.items():
-            if reply.ok or not reply.data:
-                # started, or its answer was lost (the change may cut the very session that started
-                # it): the node's journal says which, after the deadline if need be
-                begun.append(n)
-            else:
-                self._unreached(n, reply, "begin")
-        return begun
-
-    def _watch(self, nodes: list[str], baseline: dict[str, set[str]], deadline: float) -> None:
-        """Until the deadline: each node that says `applied` is verified and confirmed (or told to
-        revert) at once; nodes that reverted themselves end here; a node that stops answering
-        after `begin` is left to its guard (asked again after the deadline)."""
-        waiting, misses = list(nodes), dict.fromkeys(nodes, 0)
-        quick = replace(self.remote, runner=replace(self.remote.runner, connect_timeout=POLL_CONNECT_S))
-        while waiting and time.monotonic() < deadline:
-            applied = []
-            for n, reply in status_of(quick, waiting, timeout=10).items():
-                state = reply.data.get("state") if reply.ok and reply.data.get("txid") == self.txid else None
-                misses[n] = 0 if reply.ok else misses[n] + 1
-                if state == "applied":
-                    applied.append(n)
-                elif state in agent.FINAL:
-                    self._end_from(n, reply)
-                if state == "applied" or state in agent.FINAL or misses[n] >= SILENT_AFTER:
-                    waiting.remove(n)
-            # the doctor must end before the deadline, with time left to confirm
-            verified = self._verify(applied, baseline, max(2.0, deadline - time.monotonic() - CONFIRM_S))
-            self._confirm(verified)
-            self._abort([n for n in applied if n not in verified])
-            if waiting:
-                time.sleep(POLL_S)
-
-    def _verify(self, nodes: list[str], baseline: dict[str, set[str]], timeout: float) -> list[str]:
-        """The doctor again, over a new connection: what fails now and did not before."""
-        after = self._doctor(nodes, timeout=timeout)
-        verified = []
-        for n in nodes:
-            if n not in after:
-                self.new_failures[n] = ("a new SSH connection or the doctor failed, or it did not end in time",)
-                continue
-            new = tuple(sorted(f for f in after[n] - baseline[n] if not _about_batch_peer(f, self.nodes)))
-            self.new_failures[n] = new
-            if not new:
-                verified.append(n)
-        return verified
-
-    def _confirm(self, nodes: list[str]) -> None:
-        replies = call(self.remote, {n: agent_argv(self.remote, "confirm", self.txid, self.token) for n in nodes})
-        for n, reply in replies.items():
-            if reply.ok and reply.data.get("state") == "committed":
-                self._end(n, "applied", "new", "verified and confirmed", ssh_after=True)
-
-    def _abort(self, nodes: list[str]) -> None:
-        reasons = {n: "verification failed: " + ", ".join(self.new_failures.get(n, ())) for n in nodes}
-        replies = call(self.remote, {n: agent_argv(self.remote, "abort", self.txid, "--reason", reasons[n][:300])
-                                     for n in nodes})
-        for n, reply in replies.items():
-            if reply.ok:
-                self._end_from(n, reply)
-
-    def _after_deadline(self, nodes: list[str], deadline: float) -> None:
-        """The nodes not heard from: their guards revert at the deadline; ask until they answer."""
-        if not nodes:
+    def _transact(self, node: str, baseline: set[str]) -> None:
+        """Begin, then wait for `applied`, verify, confirm or abort; the deadline counts from when
+        `begin` was sent, so it never ends after the node's own (a begin whose answer the change
+        cut off returns late)."""
+        deadline = time.monotonic() + self.options.timeout_s
+        reply = call(self.remote, {node: self._bundle_agent("begin")}, timeout=60)[node]
+        if not reply.ok and reply.data:
+            self._unreached(node, reply, "begin")
             return
+        # started, or its answer was lost (the change may cut the very session that started it):
+        # the node's journal says which, after the deadline if need be
+        self._watch(node, baseline, deadline)
+        if node not in self.results:
+            self._after_deadline(node, deadline)
+
+    def _watch(self, node: str, baseline: set[str], deadline: float) -> None:
+        """Until the deadline: once the node says `applied` it is verified and confirmed (or told
+        to revert) at once; one that reverted itself ends here; one that stops answering is left
+        to its guard (asked again after the deadline)."""
+        quick = replace(self.remote, runner=replace(self.remote.runner, connect_timeout=POLL_CONNECT_S))
+        misses = 0
+        while time.monotonic() < deadline and misses < SILENT_AFTER:
+            reply = status_of(quick, [node], timeout=10)[node]
+            state = reply.data.get("state") if reply.ok and reply.data.get("txid") == self.txid else None
+            if state in agent.FINAL:
+                self._end_from(node, reply)
+                return
+            if state == "applied":
+                # the doctor must end before the deadline, with time left to confirm
+                if self._verify(node, baseline, max(2.0, deadline - time.monotonic() - CONFIRM_S)):
+                    self._confirm(node)
+                else:
+                    self._abort(node)
+                return
+            misses = 0 if reply.ok else misses + 1
+            time.sleep(POLL_S)
+
+    def _verify(self, node: str, baseline: set[str], timeout: float) -> bool:
+        """The doctor again, over a new connection: what fails now and did not before."""
+        after = self._doctor([node], timeout=timeout).get(node)
+        if after is None:
+            self.new_failures[node] = ("a new SSH connection or the doctor failed, or it did not end in time",)
+            return False
+        self.new_failures[node] = tuple(sorted(f for f in after - baseline if not _about_batch_peer(f, self.nodes)))
+        return not self.new_failures[node]
+
+    def _confirm(self, node: str) -> None:
+        reply = call(self.remote, {node: agent_argv(self.remote, "confirm", self.txid, self.token)})[node]
+        if reply.ok and reply.data.get("state") == "committed":
+            self._end(node, "applied", "new", "verified and confirmed", ssh_after=True)
+
+    def _abort(self, node: str) -> None:
+        reason = "verification failed: " + ", ".join(self.new_failures.get(node, ()))
+        reply = call(self.remote, {node: agent_argv(self.remote, "abort", self.txid, "--reason", reason[:300])})[node]
+        if reply.ok:
+            self._end_from(node, reply)
+
+    def _after_deadline(self, node: str, deadline: float) -> None:
+        """A node not heard from: its guard reverts at the deadline; ask until it answers."""
         time.sleep(max(0.0, deadline - time.monotonic()) + 0.5)
-        waiting, give_up = list(nodes), time.monotonic() + GRACE_S
-        while waiting and time.monotonic() < give_up:
-            for n, reply in status_of(self.remote, waiting, timeout=10).items():
-                if reply.ok and reply.data.get("txid") != self.txid:
-                    self._end(n, "unreachable", "untouched", "`begin` never reached the node", ssh_after=True)
-                    waiting.remove(n)
-                elif reply.ok and reply.data.get("state") in agent.FINAL:
-                    self._end_from(n, reply)
-                    waiting.remove(n)
-            if waiting:
-                time.sleep(POLL_S * 3)
-        for n in waiting:
-            self._end(n, "lost", "unknown", f"no new SSH connection within {GRACE_S:g} s after the deadline",
-                      ssh_after=False)
+        give_up = time.monotonic() + GRACE_S
+        while time.monotonic() < give_up:
+            reply = status_of(self.remote, [node], timeout=10)[node]
+            if reply.ok and reply.data.get("txid") != self.txid:
+                self._end(node, "unreachable", "untouched", "`begin` never reached the node", ssh_after=True)
+                return
+            if reply.ok and reply.data.get("state") in agent.FINAL:
+                self._end_from(node, reply)
+                return
+            time.sleep(POLL_S * 3)
+        self._end(node, "lost", "unknown", f"no new SSH connection within {GRACE_S:g} s after the deadline",
+                  ssh_after=False)
 
     def _end_from(self, node: str, reply: Reply) -> None:
         state = reply.data.get("state")

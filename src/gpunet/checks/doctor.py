@@ -19,18 +19,20 @@ from gpunet.runner import CommandRunner, run_local
 def doctor_node(
     plan: Plan | None, node_name: str | None, *, peers: bool, interval: float,
     run: CommandRunner = run_local, root: Path = Path("/"), listen: bool = False,
-    listening: frozenset[str] = frozenset(),
+    listening: frozenset[str] = frozenset(), skip_peers: frozenset[str] = frozenset(),
 ) -> tuple[NodeState, list[Finding]]:
     """Probe this node, compare it with the Plan (when given), optionally probe its peers. With
     `listen` (doctor --fleet --peers sets it on every node), this node listens on the ports of the
     flows it accepts while it runs; `listening` names the peers doing the same in this run, whose
-    refusals count as blocks."""
+    refusals count as blocks. `skip_peers` are not probed (apply's verification leaves out the
+    nodes changing in its own batch: each is judged on its own node, and a probe of one whose
+    change broke it would only wait out its timeout)."""
     name = node_name or socket.gethostname()
     node = plan.node(name) if plan else None
     if plan is not None and node is None:
         raise UsageError(f"{name!r} is not a node of the plan; name it with --node")
     hostnames = [i.hostname for n in plan.nodes for i in n.interfaces if i.hostname] if plan else []
-    probes = plan_probes(plan, node) if peers and plan and node else []
+    probes = [p for p in plan_probes(plan, node) if p.peer not in skip_peers] if peers and plan and node else []
     quiet = [p for p in probes if p.kind != "tcp"]  # no TCP segment: run while the counters are sampled
     results: list[PeerResult] = []
     with listen_for_peers(plan, node) if listen and plan and node else nullcontext():

@@ -44,6 +44,9 @@ def doctor(
     listening: Annotated[str, typer.Option(
         "--listening", help="With --peers: the nodes (NodeSet) listening in this same run (doctor --fleet sets "
                             "it): their refusals count as blocks.")] = "",
+    skip_peers: Annotated[str, typer.Option(
+        "--skip-peers", help="With --peers: do not probe these nodes (NodeSet); apply's verification leaves out "
+                             "the nodes changing in the same batch.")] = "",
     show_pass: Annotated[bool, typer.Option("--all", help="List passing checks too.")] = False,
     fleet: Annotated[str | None, typer.Option("--fleet", help="Run the doctor on these nodes (NodeSet) and fold "
                                                              "their findings.")] = None,
@@ -65,7 +68,7 @@ def doctor(
         return
     with stderr.status("probing…", spinner="dots"):
         state, findings = doctor_node(_plan(plan), node, peers=peers, interval=interval, listen=listen,
-                                      listening=_nodes(listening))
+                                      listening=_nodes(listening), skip_peers=_nodes(skip_peers))
     failed = any(f.verdict == "fail" for f in findings)
     if as_json:
         print(json.dumps({"node": findings[0].node if findings else state.hostname, "failed": failed,
@@ -89,12 +92,12 @@ def _plan(source: Path | None) -> Plan | None:
     return api.load_plan(source)
 
 
-def _nodes(listening: str) -> frozenset[str]:
-    if not listening:
+def _nodes(nodeset: str) -> frozenset[str]:
+    if not nodeset:
         return frozenset()
     from gpunet import api
 
-    return frozenset(api.fleet_nodes(listening))
+    return frozenset(api.fleet_nodes(nodeset))
 
 
 def _print(findings: list[Finding], show_pass: bool) -> None:

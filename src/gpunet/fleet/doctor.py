@@ -40,11 +40,13 @@ class FleetDoctorReport(Frozen):
 
 
 def doctor_command(gpunet: Sequence[str], remote_plan: str, peers: bool, interval: float,
-                   nodes: str = "") -> list[str]:
+                   nodes: str = "", *, skip: str = "") -> list[str]:
     """What each node runs: its own checklist against the plan, as JSON (its hostname names it);
-    with peers, every node of the run listens on its flows' ports for the others' probes."""
+    with peers, every node of the run listens on its flows' ports for the others' probes, and the
+    `skip` peers (a NodeSet) are not probed."""
     return [*gpunet, "doctor", "--plan", remote_plan, "--json", "--interval", f"{interval:g}",
-            *(["--peers", "--listen", "--listening", nodes] if peers else [])]
+            *(["--peers", "--listen", "--listening", nodes] if peers else []),
+            *(["--skip-peers", skip] if peers and skip else [])]
 
 
 def fold_doctor(result: FleetResult) -> FleetDoctorReport:
