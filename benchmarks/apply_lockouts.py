@@ -15,6 +15,7 @@ import json
 import statistics
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from ClusterShell.NodeSet import NodeSet
@@ -48,9 +49,7 @@ def one_kind(kind: str, timeout: float) -> dict[str, object]:
         change=lambda node, files: make(int(node[3:]) - 1)(files)))
     lockouts = [n.node for n in report.nodes if n.outcome != "reverted" or not n.ssh_after]
     took = [n.node_seconds for n in report.nodes if n.node_seconds is not None]
-    ways: dict[str, int] = {}
-    for n in report.nodes:
-        ways[how(n.reason)] = ways.get(how(n.reason), 0) + 1
+    ways = dict(Counter(how(n.reason) for n in report.nodes))
     return {"kind": kind, "injected": len(report.nodes), "lockouts": lockouts, "reverted_by": ways,
             "median_revert_s": round(statistics.median(took), 2) if took else None,
             "max_revert_s": max(took) if took else None}

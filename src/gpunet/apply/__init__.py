@@ -12,11 +12,11 @@ from typing import Any
 from ClusterShell.NodeSet import NodeSet
 
 from gpunet import api
-from gpunet.apply.manifest import ROOT, Where, node_manifest
+from gpunet.apply.agent import ROOT_MARK
+from gpunet.apply.manifest import Where, node_manifest
 from gpunet.apply.remote import Remote, Reply, agent_argv, call, key_only, status_of
 from gpunet.apply.rollout import ApplyOptions, ApplyReport, apply_rollout
 from gpunet.errors import UsageError
-from gpunet.lab.sshd import server_root
 from gpunet.lab.state import lab_dir
 from gpunet.model.base import Frozen
 from gpunet.model.plan import Plan
@@ -32,8 +32,7 @@ def reach(*, lab: str | None, plan_path: Path | None, user: str | None = None, k
     if lab:
         runner = replace(api.fleet_runner(ssh_lab=lab, fanout=fanout), connect_timeout=connect_timeout)
         directory = lab_dir(lab)
-        roots = server_root(directory, "any").parent  # every server's own tree
-        return api.load_plan(directory / "plan.json"), Remote.for_lab(runner, roots, directory / "run")
+        return api.load_plan(directory / "plan.json"), Remote.for_lab(runner, directory)
     if plan_path is None:
         raise UsageError("give --plan (the plan.json to apply) or --lab")
     runner = api.fleet_runner(plan=plan_path, user=user, key=key, fanout=fanout)
@@ -111,5 +110,5 @@ def _norm(value: str | None) -> str:
 
 def _words(action: dict[str, Any]) -> str:
     if "run" in action:
-        return " ".join(str(w).replace(ROOT, "/") for w in action["run"])
+        return " ".join(str(w).replace(ROOT_MARK, "/") for w in action["run"])
     return "set links, addresses and routes with ip (the lab's netplan)" if "ip_state" in action else str(action)

@@ -529,9 +529,14 @@ def cmd_begin(args: argparse.Namespace) -> dict[str, Any]:
     return {"txid": txid, "previous": previous, "started": True}
 
 
+def short_hostname() -> str:
+    """The node's name as the plan spells it (no domain): it picks the manifest and the lab tree."""
+    return socket.gethostname().split(".")[0]
+
+
 def _manifest_for_this_node(bundle: Path) -> dict[str, Any]:
     """The bundle holds one manifest per node; this node's hostname picks its own."""
-    host = socket.gethostname().split(".")[0]
+    host = short_hostname()
     path = bundle / "manifests" / f"{host}.json"
     if not SAFE_PATH.match(host) or not path.is_file():
         names = sorted(p.stem for p in (bundle / "manifests").glob("*.json"))
@@ -625,7 +630,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
             p.add_argument(*flags, **options)
     args = top.parse_args(argv)
     if args.lab_root is not None:
-        args.root = args.lab_root / socket.gethostname().split(".")[0]
+        args.root = args.lab_root / short_hostname()
     if args.state is None:
         args.state = args.root / "var/lib/gpunet/apply"
     return args

@@ -7,16 +7,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
 
+from gpunet.apply.agent import ROOT_MARK
 from gpunet.errors import UsageError
+from gpunet.lab.sshd import servers_root, sshd_pid_file
 from gpunet.model.plan import Node, Plan
 from gpunet.render import NODE_RENDERERS, netplan, sysctl
 from gpunet.render.firewall import NFT_PATH
 
-ROOT = "@root/"  # the agent puts the node's root in front (/ on a node, the server's tree in a lab)
 DEFAULT_TARGETS = ("netplan", "sysctl", "nftables", "sshd")
 # 0600 where the file may hold secrets or its reader insists (netplan warns on a readable file,
 # NetworkManager ignores one), 0644 for what every user reads.
@@ -29,16 +31,19 @@ Action = dict[str, Any]
 class Where:
     """Where the node is: a real node (its own tools) or a lab server (the lab's stand-ins).
 
-    In a lab, a server's files live in its own tree (`lab_root/<node>`), netplan is applied as
-    `ip` commands (no systemd-networkd in a namespace), only per-namespace sysctls are set, and
-    sshd is the server's own, reloaded by its pid file."""
+    In a lab (`lab_dir`), a server's files live in its own tree (`lab_root/<node>`), netplan is
+    applied as `ip` commands (no systemd-networkd in a namespace), only per-namespace sysctls are
+    set, and sshd is the server's own, reloaded by its pid file."""
 
-    lab_root: str | None = None
-    sshd_pid_dir: str | None = None
+    lab_dir: str | None = None
 
     @property
     def lab(self) -> bool:
-        return self.lab_root is not None
+        return self.lab_dir is not None
+
+    @property
+    def lab_root(self) -> str | None:
+        return str(servers_root(Path(self.lab_dir))) if self.lab_dir else None
 
 
 def node_manifest(plan: Plan, node: Node, targets: tuple[str, ...], where: Where, *, txid: str, token: str,
@@ -100,26 +105,26 @@ def _sysctl(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
               if not line.lstrip().startswith("#") for key, sep, value in [line.partition("=")] if sep}
     return {"requires": ["sysctl"], "sysctl_values": values, "snapshot": ["sysctl"],
             "revert": [{"restore": "sysctl"}],
-            "apply": [_run("sysctl", "-q", "-p", ROOT + p) for p in applied if p in files]}
+            "apply": [_run("sysctl", "-q", "-p", ROOT_MARK + p) for p in applied if p in files]}
 
 
 def _nftables(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
     # The file replaces gpunet's own table only; so does the revert: the old file loaded again, or
     # the table removed where there was none. Other tables (container runtimes, fail2ban) stay.
-    load = _run("nft", "-f", ROOT + NFT_PATH)
+    load = _run("nft", "-f", ROOT_MARK + NFT_PATH)
     # declared, then deleted: removed whether or not the apply got as far as creating it
     remove = _run("nft", "-f", "-") | {"stdin": "table inet gpunet\ndelete table inet gpunet\n",
                                        "unless_file": NFT_PATH}
-    return {"requires": ["nft"], "check": [_run("nft", "-c", "-f", ROOT + NFT_PATH)], "apply": [load],
+    return {"requires": ["nft"], "check": [_run("nft", "-c", "-f", ROOT_MARK + NFT_PATH)], "apply": [load],
             "revert": [load | {"if_file": NFT_PATH}, remove]}
 
 
 def _sshd(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
     # Reloaded, or started again where it died: an sshd bound to an address the change removed
     # exits on reload, and the revert that puts the address back must bring it back too.
-    if where.lab:
+    if where.lab_dir:
         reload = _run("sh", "-c", 'pkill -HUP -F "$1" 2>/dev/null || exec /usr/sbin/sshd', "sh",
-                      f"{where.sshd_pid_dir}/{node.name}.sshd.pid")
+                      str(sshd_pid_file(Path(where.lab_dir), node.name)))
     else:
         reload = _run("sh", "-c", "systemctl reload-or-restart ssh 2>/dev/null || systemctl reload-or-restart sshd")
     # `sshd -t` reads the whole configuration with the new drop-in: a typo never reaches sshd.

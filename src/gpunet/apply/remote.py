@@ -36,10 +36,11 @@ class Remote:
     stage: str = REAL_STAGE
 
     @classmethod
-    def for_lab(cls, runner: ClusterShellRunner, lab_root: Path, sshd_pid_dir: Path) -> Remote:
+    def for_lab(cls, runner: ClusterShellRunner, directory: Path) -> Remote:
         """A lab's servers share this machine's files: its Python and gpunet run there too."""
-        return cls(runner=key_only(runner), where=Where(lab_root=str(lab_root), sshd_pid_dir=str(sshd_pid_dir)),
-                   python=(sys.executable,), gpunet=(sys.executable, "-m", "gpunet"), stage=f"{lab_root}/incoming")
+        where = Where(lab_dir=str(directory))
+        return cls(runner=key_only(runner), where=where, python=(sys.executable,),
+                   gpunet=(sys.executable, "-m", "gpunet"), stage=f"{where.lab_root}/incoming")
 
     @property
     def location(self) -> list[str]:

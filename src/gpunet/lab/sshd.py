@@ -46,7 +46,7 @@ def start_sshd(
     exec` mounts over /etc), so `sshd -T` in the server shows the effective settings. It first
     includes the drop-ins of the server's own tree (`gpunet apply --lab` writes the rendered one
     there), as Debian's sshd_config does: the first value of a keyword wins."""
-    pid_file = directory / "run" / f"{node}.sshd.pid"
+    pid_file = sshd_pid_file(directory, node)
     drop_ins = server_root(directory, node) / "etc/ssh/sshd_config.d"
     drop_ins.mkdir(parents=True, exist_ok=True)
     config = (f"Include {drop_ins}/*.conf\n" + CONFIG.format(dir=directory)
@@ -56,10 +56,19 @@ def start_sshd(
     run([*prefix, SSHD])
 
 
+def sshd_pid_file(directory: Path, node: str) -> Path:
+    return directory / "run" / f"{node}.sshd.pid"
+
+
+def servers_root(directory: Path) -> Path:
+    """Where every lab server's own file tree lies (`server_root`)."""
+    return directory / "root"
+
+
 def server_root(directory: Path, node: str) -> Path:
     """A lab server's own file tree (its /etc/netplan, /etc/nftables.d, ...): the servers share
     this machine's filesystem, so what `gpunet apply` writes for one goes here, never to /etc."""
-    return directory / "root" / node
+    return servers_root(directory) / node
 
 
 def ssh_argv(directory: Path, address: str, command: Sequence[str]) -> list[str]:
