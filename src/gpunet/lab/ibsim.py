@@ -203,8 +203,13 @@ def run_tool(sim_id: str, argv: Sequence[str], *, attach: str | None = None,
         raise LabError(f"no ibsim {sim_id!r}; `gpunet ibsim up` starts one")
     env = os.environ | state.env(attach=attach or state.attach_point())
     # libumad2sim writes a fake sysfs under ./sys-<pid> of the working directory: the simulator's own.
-    return subprocess.run(["ibsim-run", *argv], capture_output=True, text=True, env=env, timeout=timeout,
-                          check=False, cwd=sim_dir(sim_id))
+    for _ in range(2):
+        done = subprocess.run(["ibsim-run", *argv], capture_output=True, text=True, env=env, timeout=timeout,
+                              check=False, cwd=sim_dir(sim_id))
+        # ibsim's umad2sim preload now and then crashes the tool (SIGSEGV under load): once more
+        if done.returncode >= 0:
+            break
+    return done
 
 
 def apply_fault(sim_id: str, fault: IbFault) -> IbsimState:
