@@ -29,6 +29,7 @@ from gpunet.errors import DesignError, SpecProblem
 from gpunet.model.base import bulk_objects
 from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.plan import Cabling, FabricBasis, Interface, NicCard, Node, Plan, Plane, PlaneCapacity
+from gpunet.model.qos import RoceQos
 from gpunet.model.spec import NicSpec, NodeGroup, PlaneName, PlaneSpec, Spec, plane_mtu
 from gpunet.model.units import speed_gbps
 
@@ -158,6 +159,7 @@ def _plane(spec: Spec, name: PlaneName, fabric: PlaneFabric, basis: FabricBasis)
         basis=basis.model_copy(update={"planned_nodes": fabric.planned_nodes}),
         cabling=Cabling(media=p.cabling.chosen(), breakout=p.cabling.breakout),
         nics={g.name: _nic_card(p, g.nics[name]) for g in spec.groups if name in g.nics},
+        qos=(p.qos or RoceQos()) if p.technology == "roce" else None,
     )
 
 

@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 from gpunet.model.base import Frozen
 from gpunet.model.flows import Flow
 from gpunet.model.nodeset import parse_nodeset
+from gpunet.model.qos import RoceQos
 from gpunet.model.spec import (
     BondSpec,
     FabricSpec,
@@ -150,6 +151,7 @@ class Plane(Frozen):
     basis: FabricBasis | None = None
     cabling: Cabling = Field(default_factory=Cabling)
     nics: dict[Name, NicCard] = Field(default_factory=dict)  # node group -> its NIC on this plane
+    qos: RoceQos | None = None  # RoCE planes only: the lossless class hosts and switches share
 
 
 class PlaneCapacity(Frozen):

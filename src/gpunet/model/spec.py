@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_v
 
 from gpunet.model.base import Frozen
 from gpunet.model.nodeset import NodeSetError, parse_nodeset
+from gpunet.model.qos import RoceQos
 from gpunet.model.types import (
     EPHEMERAL_PORTS,
     SRUN_PORTS,
@@ -192,11 +193,14 @@ class PlaneSpec(Frozen):
     gateway: IPv4Address | None = None
     fabric: FabricSpec = FabricSpec()
     cabling: CablingSpec = CablingSpec()
+    qos: RoceQos | None = None  # RoCE planes: the lossless class (default DSCP 26 / priority 3, CNP 48 / 6)
 
     @model_validator(mode="after")
     def _ethernet_speed_names(self) -> PlaneSpec:
         if self.technology != "infiniband" and self.speed in INFINIBAND_SPEEDS_GBPS:
             raise ValueError(f"{self.speed} is an InfiniBand speed; this plane is {self.technology}")
+        if self.qos is not None and self.technology != "roce":
+            raise ValueError(f"qos is the RoCE lossless class; this plane is {self.technology}")
         return self
 
     @property

@@ -13,7 +13,6 @@ PLANNING_RTT_S = 0.001
 LINUX_DEFAULT_MAX = 6 * 1024 * 1024  # tcp_rmem max since 4.x: never go below it
 HOST_PLANES = ("management", "compute", "storage")  # oob addresses belong to the BMC, not the OS
 ROCE_V2_IPV4_GID_INDEX = 3  # mlx5 GID table: 0/1 RoCE v1/v2 link-local, 2/3 RoCE v1/v2 IPv4
-ROCE_TRAFFIC_CLASS = 106  # DSCP 26 (the usual lossless RoCE class) << 2, ECN-capable
 
 
 def tcp_buffer_max(gbps: int, rtt_s: float = PLANNING_RTT_S) -> int:
@@ -65,11 +64,14 @@ def nccl_settings(plan: Plan, node: Node) -> list[Setting]:
     if next(p.style for p in plan.planes if p.name == "compute") == "rail-optimized":
         settings.append(Setting("NCCL_CROSS_NIC", "0", "rail-optimized fabric: keep each ring/tree on one rail, so "
                                 "traffic stays under the rail leaf instead of crossing spines"))
-    if technology == "roce":
+    qos = next(p.qos for p in plan.planes if p.name == "compute")
+    if technology == "roce" and qos is not None:
         settings += [Setting("NCCL_IB_GID_INDEX", str(ROCE_V2_IPV4_GID_INDEX),
                              "RoCE v2 with the IPv4 address (routable across leaves), mlx5's index 3"),
-                     Setting("NCCL_IB_TC", str(ROCE_TRAFFIC_CLASS),
-                             "traffic class 106 = DSCP 26 with ECN, the lossless (PFC) class on the switches")]
+                     Setting("NCCL_IB_TC", str(qos.traffic_class),
+                             f"traffic class {qos.traffic_class} = DSCP {qos.dscp}"
+                             f"{' with ECN' if qos.ecn else ''}, the plane's lossless class (PFC on priority "
+                             f"{qos.priority} on the switches)")]
     return settings
 
 
