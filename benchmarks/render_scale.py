@@ -18,7 +18,7 @@ from pathlib import Path
 from gpunet.design import design
 from gpunet.model.spec import Spec
 from gpunet.render import TARGETS, file_mode, render_all
-from gpunet.render.write import write_files
+from gpunet.files.write import write_files
 
 
 def cluster(nodes: int) -> Spec:

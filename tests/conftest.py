@@ -6,8 +6,22 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from collections.abc import Callable, Iterator
 
 import pytest
+
+# pytest-xdist workers inherit COLUMNS=80 from pytest's own terminal; Rich fixes a console's width
+# from COLUMNS when the console is made (at import), so the CLI tests that set COLUMNS per
+# invocation would all see 80. A real gpunet process reads it once at start, as it should.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
+
+from gpunet.design import design
+from gpunet.model.plan import Plan
+from gpunet.spec.examples import example_text
+from gpunet.spec.loader import parse_spec
+from tests.lab.helpers import small_plan
+from tests.labs import Shape, SharedLabs
 
 
 def lab_unavailable() -> str | None:
@@ -35,3 +49,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if reason:
         for item in lab_items:
             item.add_marker(pytest.mark.skip(reason=f"lab test: {reason}"))
+
+
+def _example(name: str) -> Callable[[], Plan]:
+    def plan() -> Plan:
+        return design(parse_spec(example_text(name))[0])
+    return plan
+
+
+def _small() -> Plan:
+    return small_plan()
+
+
+# The shapes several test modules share (tests/labs.py): one lab each per pytest process.
+SHAPES = {
+    "small": Shape(_small),  # 8 servers, 2 leaves, 2 spines (tests/fixtures/lab/small.yaml)
+    "default8": Shape(_example("scalable-unit"), max_nodes=8),  # the README's flagship, 8 servers
+    "ethernet8": Shape(_example("small-ethernet"), max_nodes=8),
+}
+
+
+@pytest.fixture(scope="session")
+def shared_labs() -> Iterator[SharedLabs]:
+    labs = SharedLabs(SHAPES)
+    try:
+        yield labs
+    finally:
+        labs.close()
+
+
+@pytest.fixture(autouse=True)
+def _heal_shared_labs(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Faults a test left on a shared lab are undone before the next test."""
+    yield
+    if "shared_labs" in request.fixturenames:
+        request.getfixturevalue("shared_labs").heal_all()

@@ -36,7 +36,7 @@ from gpunet.render import TARGETS, file_mode, render_all
 from gpunet.render.plan_files import PLAN_FILES, render_bom_csv, render_summary_md
 from gpunet.render.plan_output import recover as recover_plan_output
 from gpunet.render.plan_output import write_plan_set
-from gpunet.render.write import write_files
+from gpunet.files.write import write_files
 from gpunet.runner import CommandRunner, run_local
 from gpunet.spec.checks import spec_warnings
 from gpunet.spec.examples import DEFAULT_EXAMPLE, example_text

@@ -27,8 +27,9 @@ from gpunet.lab.state import LabState, lab_dir
 from gpunet.model.plan import Plan
 from tests.apply.bad_changes import KINDS
 from tests.lab.helpers import built_lab
+from tests.labs import lab_id
 
-LAB = "ay"
+LAB = lab_id("ay")
 TIMEOUT_S = 20.0
 BAD_TIMEOUT_S = 20.0  # every bad change ends reverted; the lockouts wait for this deadline
 pytestmark = pytest.mark.lab

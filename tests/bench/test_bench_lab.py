@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -16,16 +15,14 @@ from gpunet.bench.health import CPU_PRESSURE_LIMIT
 from gpunet.bench.store import history, measurements
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.state import LabState
-from tests.lab.helpers import built_lab, server_process
+from tests.lab.helpers import server_process
+from tests.labs import shared_lab, shared_lab_id
 
 pytestmark = pytest.mark.lab
-LAB = "zm"
+LAB = shared_lab_id("small")
 
 
-@pytest.fixture(scope="module")
-def lab() -> Iterator[LabState]:
-    with built_lab(LAB) as state:
-        yield state
+lab = shared_lab("small")
 
 
 def test_all_pairs_in_n_minus_1_rounds_stored_with_history(lab: LabState, tmp_path: Path) -> None:

@@ -19,16 +19,16 @@ from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.state import LabState, lab_dir
 from gpunet.probe.parsers import parse_proc_snmp
 from tests.lab.helpers import built_lab, lab_address, run_in, server_process
+from tests.labs import lab_id, shared_lab, shared_lab_id
 from tests.render.rendered import example_plan
 
+FLAGSHIP_LAB = lab_id("zu")
+
 pytestmark = pytest.mark.lab
-LAB = "zx"
+LAB = shared_lab_id("small")
 
 
-@pytest.fixture(scope="module")
-def lab() -> Iterator[LabState]:
-    with built_lab(LAB) as state:
-        yield state
+lab = shared_lab("small")
 
 
 def doctor(node: str, *extra: str, interval: float = 0.5) -> tuple[int, list[dict[str, Any]]]:
@@ -233,13 +233,13 @@ def test_a_healthy_default_example_lab_is_clean() -> None:
     """The built-in example as a lab: every server's doctor exits 0 with no warning (the lab holds
     the TCP buffers render writes; with no GPU driver here, the NCCL checks are skipped), and so
     does one with --peers."""
-    with built_lab("zu", example_plan("scalable-unit")) as state:
+    with built_lab(FLAGSHIP_LAB, example_plan("scalable-unit")) as state:
         done = subprocess.run([sys.executable, "-m", "gpunet", "doctor", "--fleet", "@role:gpu,@role:storage,"
-                               "@role:login", "--lab", "zu", "--interval", "0.5", "--json"], capture_output=True,
-                              text=True, timeout=300, check=False)
+                               "@role:login", "--lab", FLAGSHIP_LAB, "--interval", "0.5", "--json"],
+                              capture_output=True, text=True, timeout=300, check=False)
         report = json.loads(done.stdout)
-        peers = run_in("zu", "gpu001", sys.executable, "-m", "gpunet", "doctor", "--plan",
-                       str(lab_dir("zu") / "plan.json"), "--peers", "--interval", "0.5", "--json", timeout=300)
+        peers = run_in(FLAGSHIP_LAB, "gpu001", sys.executable, "-m", "gpunet", "doctor", "--plan",
+                       str(lab_dir(FLAGSHIP_LAB) / "plan.json"), "--peers", "--interval", "0.5", "--json", timeout=300)
     assert report["nodes"] == len(state.servers) and not report["unreachable"], report["unreachable"]
     assert done.returncode == 0, [f for f in report["findings"] if f["verdict"] == "fail"]
     assert not [f for f in report["findings"] if f["verdict"] == "warn"]

@@ -17,19 +17,15 @@ from gpunet.lab.faults import apply_fault, apply_miswire, heal
 from gpunet.lab.state import LabState, lab_dir
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Link, Plan
-from tests.lab.helpers import built_lab
-from tests.render.rendered import example_plan
+from tests.labs import shared_lab, shared_lab_id
 
 pytestmark = [pytest.mark.lab,
               pytest.mark.skipif(shutil.which("lldpd") is None, reason="needs lldpd (Debian package lldpd; .ci/run "
                                                                        "installs it)")]
-LAB = "zc"
+LAB = shared_lab_id("ethernet8")
 
 
-@pytest.fixture(scope="module")
-def lab() -> Iterator[LabState]:
-    with built_lab(LAB, example_plan("small-ethernet"), max_nodes=8) as state:
-        yield state
+lab = shared_lab("ethernet8")
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pytest
 from ClusterShell.NodeSet import NodeSet
 
 from gpunet.fleet import FleetResult, NodeOutcome, local_runner
-from tests.lab.helpers import built_lab
+from tests.labs import SharedLabs
 
 
 def test_identical_outcomes_fold_like_clush_b() -> None:
@@ -33,13 +33,13 @@ def test_a_command_past_its_timeout_is_data_not_an_exception() -> None:
 
 
 @pytest.mark.lab
-def test_fleet_run_over_real_ssh_and_netns_exec_to_the_lab() -> None:
-    with built_lab("zv"):
-        for how in ("--ssh-lab", "--lab"):
-            done = subprocess.run([sys.executable, "-m", "gpunet", "fleet", "run", "gpu[1-8]", how, "zv", "--json",
-                                   "--", "sh", "-c", "uname -s; test $(hostname) != gpu5"],
-                                  capture_output=True, text=True, timeout=120, check=False)
-            assert done.returncode == 1, done.stderr  # gpu5's command failed: exit 1, output still grouped
-            folded = json.loads(done.stdout)["groups"]
-            groups = {g["nodes"]: (g["rc"], g["stdout"]) for g in folded}
-            assert groups == {"gpu[1-4,6-8]": (0, "Linux"), "gpu5": (1, "Linux")}, (how, folded)
+def test_fleet_run_over_real_ssh_and_netns_exec_to_the_lab(shared_labs: SharedLabs) -> None:
+    lab = shared_labs.get("small").lab_id
+    for how in ("--ssh-lab", "--lab"):
+        done = subprocess.run([sys.executable, "-m", "gpunet", "fleet", "run", "gpu[1-8]", how, lab, "--json",
+                               "--", "sh", "-c", "uname -s; test $(hostname) != gpu5"],
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 1, done.stderr  # gpu5's command failed: exit 1, output still grouped
+        folded = json.loads(done.stdout)["groups"]
+        groups = {g["nodes"]: (g["rc"], g["stdout"]) for g in folded}
+        assert groups == {"gpu[1-4,6-8]": (0, "Linux"), "gpu5": (1, "Linux")}, (how, folded)

@@ -13,7 +13,7 @@ from gpunet.checks import Finding
 from gpunet.fleet import FleetResult, NodeOutcome
 from gpunet.fleet.doctor import doctor_command, fold_doctor
 from gpunet.lab.faults import apply_fault, heal
-from tests.lab.helpers import built_lab
+from tests.labs import SharedLabs
 
 
 def _report(node: str, *findings: Finding) -> NodeOutcome:
@@ -67,15 +67,15 @@ def test_the_command_each_node_runs() -> None:
 
 
 @pytest.mark.lab
-def test_doctor_fleet_over_the_lab_names_the_one_faulty_server() -> None:
-    with built_lab("zg"):
-        apply_fault("zg", "gpu3:ens1", "mtu", "1500")
-        try:
-            done = subprocess.run([sys.executable, "-m", "gpunet", "doctor", "--fleet", "gpu[1-8]", "--lab", "zg",
-                                   "--interval", "0.5", "--json"], capture_output=True, text=True, timeout=300,
-                                  check=False)
-        finally:
-            heal("zg")
+def test_doctor_fleet_over_the_lab_names_the_one_faulty_server(shared_labs: SharedLabs) -> None:
+    lab = shared_labs.get("small").lab_id
+    apply_fault(lab, "gpu3:ens1", "mtu", "1500")
+    try:
+        done = subprocess.run([sys.executable, "-m", "gpunet", "doctor", "--fleet", "gpu[1-8]", "--lab", lab,
+                               "--interval", "0.5", "--json"], capture_output=True, text=True, timeout=300,
+                              check=False)
+    finally:
+        heal(lab)
     assert done.returncode == 1, done.stderr
     report = json.loads(done.stdout)
     assert report["nodes"] == 8 and report["unreachable"] == {}

@@ -27,8 +27,9 @@ from gpunet.fleet.transfer import copy_to
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.state import LabState
 from tests.lab.helpers import built_lab, lab_address, server_process
+from tests.labs import lab_id
 
-LAB = "fl"
+LAB = lab_id("fl")
 SERVERS = NodeSet("gpu[1-8]")
 pytestmark = pytest.mark.lab
 

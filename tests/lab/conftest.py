@@ -8,8 +8,9 @@ import pytest
 
 from gpunet.lab.state import LabState
 from tests.lab.helpers import built_lab
+from tests.labs import lab_id
 
-SMALL_LAB_ID = "zt"
+SMALL_LAB_ID = lab_id("zt")
 
 
 @pytest.fixture(scope="module")

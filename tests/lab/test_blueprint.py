@@ -117,10 +117,11 @@ def test_rates_are_read_like_tc() -> None:
         parse_rate("fast")
 
 
-def test_only_four_labs_fit_side_by_side() -> None:
-    assert ip_network(lab_block(3)).broadcast_address == LAB_RANGE.broadcast_address
-    with pytest.raises(LabError, match="at most 4 labs"):
-        lab_block(4)
+def test_only_sixteen_labs_fit_side_by_side() -> None:
+    assert ip_network(lab_block(15)).broadcast_address == LAB_RANGE.broadcast_address
+    assert len({lab_block(slot) for slot in range(16)}) == 16
+    with pytest.raises(LabError, match="at most 16 labs"):
+        lab_block(16)
 
 
 def test_shaped_rates_keep_each_tiers_oversubscription() -> None:

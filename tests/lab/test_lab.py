@@ -29,8 +29,11 @@ from tests.lab.helpers import (
     small_plan,
     tx_bytes,
 )
+from tests.labs import lab_id
 
 pytestmark = pytest.mark.lab
+OTHER_LAB, FAILING_LAB, KILLED_LAB = lab_id("zs"), lab_id("zf"), lab_id("zk")
+DOWN_LAB, REFUSING_LAB = lab_id("zd"), lab_id("zr")
 EXAMPLES_DIR = Path(gpunet.spec.__file__).parent / "examples"
 LAB = SMALL_LAB_ID
 NODES = [f"gpu{i}" for i in range(1, 9)]
@@ -171,41 +174,42 @@ def test_up_is_idempotent(lab: LabState) -> None:
 
 
 def test_labs_side_by_side_keep_their_own_blocks(lab: LabState) -> None:
-    with built_lab("zs") as other:
+    with built_lab(OTHER_LAB) as other:
         assert other.block != lab.block and other.host_if != lab.host_if
         for state in (lab, other):
             alive = subprocess.run(["ping", "-c", "1", "-W", "2", state.mgmt_addresses["gpu1"]],
                                    capture_output=True, check=False)
             assert alive.returncode == 0
-        assert run_in("zs", "gpu1", "hostname").stdout.strip() == "gpu1"
-    assert leftovers("zs") == []
+        assert run_in(OTHER_LAB, "gpu1", "hostname").stdout.strip() == "gpu1"
+    assert leftovers(OTHER_LAB) == []
     assert "unreachable 198.18.0.0/15" in lab_range_route()  # lab zt is still up
 
 
 def test_teardown_after_a_failure_midway_leaves_nothing() -> None:
-    with pytest.raises(RuntimeError), built_lab("zf"):
-        assert leftovers("zf")  # the lab exists here
+    with pytest.raises(RuntimeError), built_lab(FAILING_LAB):
+        assert leftovers(FAILING_LAB)  # the lab exists here
         raise RuntimeError("a test failing midway")
-    assert leftovers("zf") == []
+    assert leftovers(FAILING_LAB) == []
 
 
 def test_down_after_kill_9_of_up_cleans_up() -> None:
     """`lab up` of a 32-server slice killed -9 while building, then `lab down`."""
-    up = subprocess.Popen([sys.executable, "-m", "gpunet", "lab", "up", "--id", "zk", "--max-nodes", "32",
+    up = subprocess.Popen([sys.executable, "-m", "gpunet", "lab", "up", "--id", KILLED_LAB, "--max-nodes", "32",
                            str(EXAMPLES_DIR / "multi-unit-large.yaml")],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    state = lab_dir("zk") / "state.json"
+    state = lab_dir(KILLED_LAB) / "state.json"
     deadline = time.monotonic() + 60
-    while not any(n.startswith("gnzk-") for n in _netns_now()) and time.monotonic() < deadline:
+    while not any(n.startswith(f"gn{KILLED_LAB}-") for n in _netns_now()) and time.monotonic() < deadline:
         time.sleep(0.01)
     up.kill()
     up.wait()
     try:
         assert state.exists() and '"status": "building"' in state.read_text(), "killed too late to prove it"
-        assert leftovers("zk")
+        assert leftovers(KILLED_LAB)
     finally:
-        subprocess.run([sys.executable, "-m", "gpunet", "lab", "down", "--id", "zk"], check=True, capture_output=True)
-    assert leftovers("zk") == []
+        subprocess.run([sys.executable, "-m", "gpunet", "lab", "down", "--id", KILLED_LAB], check=True,
+                       capture_output=True)
+    assert leftovers(KILLED_LAB) == []
 
 
 def _netns_now() -> list[str]:
@@ -214,23 +218,23 @@ def _netns_now() -> list[str]:
 
 def test_module_lab_is_gone_after_down() -> None:
     """Runs last in this module: the fixture lab's own teardown path, checked the same way."""
-    with built_lab("zd"):
+    with built_lab(DOWN_LAB):
         pass
-    assert leftovers("zd") == []
-    lab_down("zd")  # idempotent
-    assert leftovers("zd") == []
+    assert leftovers(DOWN_LAB) == []
+    lab_down(DOWN_LAB)  # idempotent
+    assert leftovers(DOWN_LAB) == []
 
 
 def test_up_refuses_to_adopt_a_namespace_it_did_not_make() -> None:
-    subprocess.run(["ip", "netns", "add", "gnzr-gpu1"], check=True)
+    subprocess.run(["ip", "netns", "add", f"gn{REFUSING_LAB}-gpu1"], check=True)
     try:
-        with pytest.raises(LabError, match="gnzr-gpu1 already exist"):
-            lab_up(small_plan(), "zr")
-        assert "gnzr-gpu1" in _netns_now()  # left alone
-        assert read_state("zr") is None  # nothing recorded, nothing built
-        assert not [n for n in _netns_now() if n.startswith("gnzr-") and n != "gnzr-gpu1"]
+        with pytest.raises(LabError, match=f"gn{REFUSING_LAB}-gpu1 already exist"):
+            lab_up(small_plan(), REFUSING_LAB)
+        assert f"gn{REFUSING_LAB}-gpu1" in _netns_now()  # left alone
+        assert read_state(REFUSING_LAB) is None  # nothing recorded, nothing built
+        assert not [n for n in _netns_now() if n.startswith(f"gn{REFUSING_LAB}-") and n != f"gn{REFUSING_LAB}-gpu1"]
     finally:
-        subprocess.run(["ip", "netns", "del", "gnzr-gpu1"], check=True)
+        subprocess.run(["ip", "netns", "del", f"gn{REFUSING_LAB}-gpu1"], check=True)
 
 
 def test_a_slice_of_a_three_tier_plan_routes_across_pods() -> None:

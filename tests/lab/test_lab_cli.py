@@ -12,6 +12,9 @@ from typer.testing import CliRunner
 from gpunet.cli.main import app
 from gpunet.lab.faults import loss_script
 from tests.lab.helpers import SMALL, leftovers
+from tests.labs import lab_id
+
+CLI_LAB = lab_id("zc")
 
 pytestmark = pytest.mark.lab
 runner = CliRunner()
@@ -24,33 +27,33 @@ def gpunet(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_lab_commands_end_to_end() -> None:
     try:
-        up = gpunet("lab", "up", str(SMALL), "--id", "zc", "--json")
+        up = gpunet("lab", "up", str(SMALL), "--id", CLI_LAB, "--json")
         assert up.returncode == 0, up.stderr
         state = json.loads(up.stdout)
         assert len(state["servers"]) == 8 and state["status"] == "up"
-        status = runner.invoke(app, ["lab", "status", "--id", "zc", "--addresses"], terminal_width=200)
+        status = runner.invoke(app, ["lab", "status", "--id", CLI_LAB, "--addresses"], terminal_width=200)
         assert "no RDMA" in status.stdout and "gpu8" in status.stdout
         # the plan <-> lab address map: the plan's compute 198.18.16.0/24 re-homed, host index kept
         assert "gpu8/ens1" in status.stdout and "198.18.16.8/24" in status.stdout
-        shown = gpunet("lab", "exec", "gpu4", "--id", "zc", "--", "hostname")
+        shown = gpunet("lab", "exec", "gpu4", "--id", CLI_LAB, "--", "hostname")
         assert (shown.returncode, shown.stdout.strip()) == (0, "gpu4")
-        failing = gpunet("lab", "exec", "gpu4", "--id", "zc", "--", "false")
+        failing = gpunet("lab", "exec", "gpu4", "--id", CLI_LAB, "--", "false")
         assert failing.returncode == 1
-        fault = gpunet("lab", "fault", "gpu4:ens1", "--loss", "5", "--id", "zc", "--json")
+        fault = gpunet("lab", "fault", "gpu4:ens1", "--loss", "5", "--id", CLI_LAB, "--json")
         assert json.loads(fault.stdout)["kind"] == "loss"
-        listed = json.loads(gpunet("lab", "status", "--id", "zc", "--json").stdout)
+        listed = json.loads(gpunet("lab", "status", "--id", CLI_LAB, "--json").stdout)
         assert [f["kind"] for f in listed[0]["faults"]] == ["loss"]
-        assert "1 fault" in gpunet("lab", "heal", "--id", "zc").stdout
-        two = gpunet("lab", "fault", "gpu4:ens1", "--loss", "5", "--down", "--id", "zc")
+        assert "1 fault" in gpunet("lab", "heal", "--id", CLI_LAB).stdout
+        two = gpunet("lab", "fault", "gpu4:ens1", "--loss", "5", "--down", "--id", CLI_LAB)
         assert two.returncode == 2 and "exactly one" in two.stderr
-        unknown = gpunet("lab", "fault", "gpu9:ens1", "--down", "--id", "zc")
+        unknown = gpunet("lab", "fault", "gpu9:ens1", "--down", "--id", CLI_LAB)
         assert unknown.returncode == 2 and "no cable end 'gpu9:ens1'" in unknown.stderr
-        delay = gpunet("lab", "fault", "gpu4:ens1", "--delay", "5ms", "--id", "zc")
+        delay = gpunet("lab", "fault", "gpu4:ens1", "--delay", "5ms", "--id", CLI_LAB)
         assert delay.returncode == 0 or "netem" in delay.stderr, delay.stderr
     finally:
-        down = gpunet("lab", "down", "--id", "zc")
-    assert down.returncode == 0 and leftovers("zc") == []
-    assert "removed 0" in gpunet("lab", "down", "--id", "zc").stdout
+        down = gpunet("lab", "down", "--id", CLI_LAB)
+    assert down.returncode == 0 and leftovers(CLI_LAB) == []
+    assert "removed 0" in gpunet("lab", "down", "--id", CLI_LAB).stdout
 
 
 def test_status_of_a_missing_lab_is_a_clear_error() -> None:

@@ -14,8 +14,11 @@ from gpunet.errors import LabError
 from gpunet.lab.netns import ip_batch
 from gpunet.lab.state import LabState
 from tests.lab.helpers import SMALL, leftovers
+from tests.labs import lab_id
 
-LAB = "zh"
+NAN_LAB, BARE_LAB = lab_id("zn"), lab_id("zs")
+
+LAB = lab_id("zh")
 
 
 def gpunet(*args: str) -> subprocess.CompletedProcess[str]:
@@ -80,9 +83,9 @@ def test_11_a_fault_the_kernel_refuses_is_not_listed(lab: LabState) -> None:
 
 @pytest.mark.lab
 def test_7_a_scale_of_nan_leaves_nothing_to_clean(tmp_path: Path) -> None:
-    done = gpunet("lab", "up", str(SMALL), "--id", "zn", "--scale", "nan")
+    done = gpunet("lab", "up", str(SMALL), "--id", NAN_LAB, "--scale", "nan")
     assert done.returncode == 2 and "--scale nan" in done.stderr
-    assert leftovers("zn") == []
+    assert leftovers(NAN_LAB) == []
 
 
 @pytest.mark.lab
@@ -92,6 +95,6 @@ def test_9_a_plan_without_switches_is_a_message(tmp_path: Path) -> None:
     data = json.loads((out / "plan.json").read_text())
     data["switches"], data["links"] = [], []
     (tmp_path / "bare.json").write_text(json.dumps(data))
-    done = gpunet("lab", "up", str(tmp_path / "bare.json"), "--id", "zs")
+    done = gpunet("lab", "up", str(tmp_path / "bare.json"), "--id", BARE_LAB)
     assert done.returncode == 1 and "has none (direct cables)" in done.stderr and "Traceback" not in done.stderr
-    assert leftovers("zs") == []
+    assert leftovers(BARE_LAB) == []

@@ -20,18 +20,15 @@ from gpunet.lab.state import LabState, lab_dir
 from gpunet.localize.run import localize_lab
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Link, Plan
-from tests.lab.helpers import built_lab, run_in
-from tests.render.rendered import example_plan
+from tests.lab.helpers import run_in
+from tests.labs import shared_lab, shared_lab_id
 
 pytestmark = pytest.mark.lab
-LAB = "zz"
+LAB = shared_lab_id("default8")
 runner = CliRunner()
 
 
-@pytest.fixture(scope="module")
-def lab() -> Iterator[LabState]:
-    with built_lab(LAB, example_plan("scalable-unit"), max_nodes=8) as state:
-        yield state
+lab = shared_lab("default8")
 
 
 @pytest.fixture(scope="module")

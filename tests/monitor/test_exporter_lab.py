@@ -15,17 +15,15 @@ from prometheus_client.parser import text_string_to_metric_families
 from gpunet.lab.build import LAB_PLAN, lab_dir
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.state import LabState
-from tests.lab.helpers import built_lab, iperf3, lab_address, server_process
+from tests.lab.helpers import iperf3, lab_address, server_process
+from tests.labs import shared_lab, shared_lab_id
 
 pytestmark = pytest.mark.lab
-LAB = "ze"
+LAB = shared_lab_id("small")
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
-@pytest.fixture(scope="module")
-def lab() -> Iterator[LabState]:
-    with built_lab(LAB) as state:
-        yield state
+lab = shared_lab("small")
 
 
 @pytest.fixture(scope="module")

@@ -26,11 +26,12 @@ from gpunet.lab.build import LAB_PLAN, lab_dir
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.model.io import read_plan
 from gpunet.render.prometheus import render_prometheus
-from tests.lab.helpers import built_lab, server_process
+from tests.lab.helpers import server_process
+from tests.labs import SharedLabs, shared_lab_id
 
 pytestmark = [pytest.mark.lab, pytest.mark.skipif(shutil.which("prometheus") is None,
                                                   reason="prometheus missing (Debian package prometheus)")]
-LAB = "zh"
+LAB = shared_lab_id("small")
 SCRAPED = ("gpu1", "gpu2")
 
 
@@ -57,22 +58,22 @@ def _rendered_config(directory: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def prometheus_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def prometheus_api(tmp_path_factory: pytest.TempPathFactory, shared_labs: SharedLabs) -> Iterator[str]:
     directory = tmp_path_factory.mktemp("prometheus")
-    with built_lab(LAB):
-        config = _rendered_config(directory)
-        exporter = [sys.executable, "-m", "gpunet", "exporter", "--plan", str(lab_dir(LAB) / LAB_PLAN)]
-        with server_process(LAB, SCRAPED[0], *exporter, "--node", SCRAPED[0]), \
-                server_process(LAB, SCRAPED[1], *exporter, "--node", SCRAPED[1]):
-            port = _free_port()
-            server = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={directory}/db",
-                                       f"--web.listen-address=127.0.0.1:{port}"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                yield f"http://127.0.0.1:{port}/api/v1"
-            finally:
-                os.kill(server.pid, signal.SIGTERM)
-                server.wait(timeout=30)
+    shared_labs.get("small")
+    config = _rendered_config(directory)
+    exporter = [sys.executable, "-m", "gpunet", "exporter", "--plan", str(lab_dir(LAB) / LAB_PLAN)]
+    with server_process(LAB, SCRAPED[0], *exporter, "--node", SCRAPED[0]), \
+            server_process(LAB, SCRAPED[1], *exporter, "--node", SCRAPED[1]):
+        port = _free_port()
+        server = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={directory}/db",
+                                   f"--web.listen-address=127.0.0.1:{port}"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            yield f"http://127.0.0.1:{port}/api/v1"
+        finally:
+            os.kill(server.pid, signal.SIGTERM)
+            server.wait(timeout=30)
 
 
 def _get(url: str) -> Any:

@@ -13,9 +13,10 @@ from gpunet.lab.state import LabState, lab_dir
 from gpunet.model.io import read_plan
 from gpunet.render.firewall import render_nftables
 from tests.lab.helpers import built_lab, run_in
+from tests.labs import lab_id
 
 pytestmark = pytest.mark.lab
-LAB = "zw"
+LAB = lab_id("zw")
 
 
 def ruleset_for_lab(node: str) -> str:

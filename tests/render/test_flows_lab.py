@@ -26,6 +26,7 @@ from gpunet.model.plan import Plan
 from gpunet.render.firewall import render_nftables
 from gpunet.spec.examples import EXAMPLES
 from tests.lab.helpers import built_lab
+from tests.labs import lab_id as new_lab_id
 from tests.render.rendered import example_plan
 
 pytestmark = pytest.mark.lab
@@ -56,6 +57,7 @@ threading.Event().wait()
 CLIENT = """
 import json, socket, sys
 from concurrent.futures import ThreadPoolExecutor
+from tests.labs import lab_id as new_lab_id
 def attempt(case):
     proto, source, target, port = case
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM)
@@ -201,7 +203,7 @@ def load_firewalls(lab_id: str, state: LabState, plan: Plan) -> None:
 
 @pytest.mark.parametrize("example", sorted(EXAMPLES))
 def test_every_flow_connects_and_nothing_else_does(example: str) -> None:
-    lab_id = "zf" + str(sorted(EXAMPLES).index(example))
+    lab_id = new_lab_id("zf")
     with built_lab(lab_id, example_plan(example), max_nodes=16) as state:
         plan = read_plan(lab_dir(lab_id) / LAB_PLAN)
         host_ip = str(IPv4Interface(state.host_address).ip)

@@ -17,7 +17,7 @@ from gpunet.errors import SpecError, SpecProblem, UsageError
 from gpunet.model.base import Frozen
 from gpunet.model.spec import PlaneName
 from gpunet.spec.loader import parse_yaml_document, real_errors
-from gpunet.spec.yamldoc import read_document
+from gpunet.files.yamldoc import read_document
 
 Verdict = Literal["ok", "warn", "fail", "new", "missing", "inconclusive"]
 FAILING: tuple[Verdict, ...] = ("fail", "missing")  # a pair gone from the current run fails like a regression

@@ -23,7 +23,7 @@ from gpunet.fleet.steps import multiplexed, run_each
 from gpunet.fleet.transfer import TransferOutcome, TransferResult, why
 from gpunet.model.plan import Plan
 from gpunet.model.types import DEVICE_PATTERN
-from gpunet.render.write import output_root
+from gpunet.files.write import output_root
 
 MAX_SECONDS = 3600.0
 MAX_PACKETS = 10_000_000

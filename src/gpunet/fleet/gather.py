@@ -31,7 +31,7 @@ from gpunet.fleet.transfer import (
     why,
 )
 from gpunet.model.base import Frozen
-from gpunet.render.write import output_root
+from gpunet.files.write import output_root
 
 
 class _Remote(Frozen):

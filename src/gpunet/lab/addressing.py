@@ -11,7 +11,7 @@ from gpunet.errors import LabError
 from gpunet.model.plan import Plan
 
 LAB_RANGE = IPv4Network("198.18.0.0/15")  # RFC 2544 benchmarking range, never routed outside
-LAB_BLOCK_PREFIX = 17  # four labs side by side, 32766 addresses each
+LAB_BLOCK_PREFIX = 19  # sixteen labs side by side (parallel test workers, several admins), 8190 addresses each
 MAX_LABS = 2 ** (LAB_BLOCK_PREFIX - LAB_RANGE.prefixlen)
 
 
@@ -60,14 +60,13 @@ class PlaneAddressing:
         return IPv4Interface((IPv4Address(int(self.lab_subnet.broadcast_address) - 1), self.lab_subnet.prefixlen))
 
 
-def plane_addressing(plan: Plan, block: IPv4Network) -> tuple[dict[str, PlaneAddressing], BlockCarver]:
-    """A lab subnet per plane keeping host indexes when they fit the lab's block, else dense."""
-    try:
-        carver = BlockCarver(block)
-        return {p.name: _kept(plan, p.name, carver) for p in plan.planes}, carver
-    except LabError:
-        carver = BlockCarver(block)
-        return {p.name: _dense(plan, p.name, carver) for p in plan.planes}, carver
+def plane_addressing(plan: Plan, block: IPv4Network, *, dense: bool = False
+                     ) -> tuple[dict[str, PlaneAddressing], BlockCarver]:
+    """A lab subnet per plane, keeping host indexes (or, `dense`, renumbered 1, 2, ...); the carver
+    goes on to hand out the switches' addresses from what is left."""
+    carver = BlockCarver(block)
+    place = _dense if dense else _kept
+    return {p.name: place(plan, p.name, carver) for p in plan.planes}, carver
 
 
 def _indexes(plan: Plan, plane: str) -> tuple[IPv4Network, list[int]]:

@@ -58,8 +58,17 @@ def ns_name(lab_id: str, device: str) -> str:
 
 
 def build_blueprint(plan: Plan, lab_id: str, slot: int, scale: float = DEFAULT_SCALE_MBIT_PER_GBIT) -> Blueprint:
+    """The lab of a (sliced) plan, host indexes kept where the whole lab fits its block that way,
+    else renumbered densely (switch cables and loopbacks need their room too)."""
+    try:
+        return _blueprint(plan, lab_id, slot, scale, dense=False)
+    except LabError:
+        return _blueprint(plan, lab_id, slot, scale, dense=True)
+
+
+def _blueprint(plan: Plan, lab_id: str, slot: int, scale: float, *, dense: bool) -> Blueprint:
     block = lab_block(slot)
-    addressing, carver = plane_addressing(plan, block)
+    addressing, carver = plane_addressing(plan, block, dense=dense)
     mgmt = _management_plane(plan)
     bridged = {c.plane for c in plan.capacity if c.style == "single-switch"}
     ns = {n.name: ns_name(lab_id, n.name) for n in plan.nodes} | {

@@ -15,7 +15,7 @@ from gpunet.errors import SpecError, SpecProblem
 from gpunet.model.spec import Spec
 from gpunet.model.types import DEVICE_PATTERN, HCA_PATTERN, MODEL_PATTERN
 from gpunet.spec.checks import spec_problems
-from gpunet.spec.yamldoc import LimitError, load_limited, read_document
+from gpunet.files.yamldoc import LimitError, load_limited, read_document
 
 KeyPath = tuple[str | int, ...]
 Mark = tuple[int, int]  # 1-based line, column

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpunet.render.write import write_files, write_if_changed
+from gpunet.files.write import write_files, write_if_changed
 
 
 def test_write_reports_changes_only(tmp_path: Path) -> None:
