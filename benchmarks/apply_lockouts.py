@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).parent.parent))
 from tests.apply.bad_changes import KINDS, VARIANTS
 
 from gpunet.api import plan_spec
-from gpunet.apply import ApplyOptions, apply_rollout, reach
+from gpunet.api.apply import reach
+from gpunet.apply import ApplyOptions, apply_rollout
 from gpunet.apply.manifest import DEFAULT_TARGETS
 from gpunet.lab.build import lab_down, lab_up
 
@@ -42,7 +43,7 @@ def how(reason: str) -> str:
 
 
 def one_kind(kind: str, timeout: float) -> dict[str, object]:
-    plan, remote = reach(lab=LAB, plan_path=None)
+    plan, remote, _ = reach(lab=LAB, plan=None)
     make = KINDS[kind]
     report = apply_rollout(plan, NODES, remote, ApplyOptions(
         targets=DEFAULT_TARGETS, timeout_s=timeout, canary=0, batch=VARIANTS, max_fail=VARIANTS,
@@ -63,7 +64,7 @@ def main() -> None:
     lab_up(plan_spec(SPEC), LAB)
     start = time.monotonic()
     try:
-        plan, remote = reach(lab=LAB, plan_path=None)
+        plan, remote, _ = reach(lab=LAB, plan=None)
         good = apply_rollout(plan, NODES, remote, ApplyOptions(targets=DEFAULT_TARGETS, timeout_s=args.timeout,
                                                                canary=0, batch=VARIANTS))
         assert all(n.outcome == "applied" for n in good.nodes), good.nodes

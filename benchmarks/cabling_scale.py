@@ -32,13 +32,13 @@ from typing import Any
 
 from plan_scale import build_spec  # type: ignore[import-not-found]
 
+from gpunet.api.fabric import CablingSource, cabling_check
 from gpunet.design import design
 from gpunet.fabric.cabling import check_cabling
-from gpunet.fabric.check import Source, cabling_check
 from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
-from gpunet.fabric.ibsim import SimFabric, render_topology
 from gpunet.fabric.observed import from_ibnetdiscover
 from gpunet.lab.ibsim import ibsim_down, ibsim_up, missing_tools
+from gpunet.lab.ibsim_topology import SimFabric, render_topology
 from gpunet.model.plan import Plan
 
 PLANE = "compute"
@@ -103,7 +103,7 @@ def simulated(runs: int) -> dict[str, Any]:
         samples = []
         for _ in range(runs):
             start = time.perf_counter()
-            report = cabling_check(Source(ibsim=SIM_ID), None, [])
+            report = cabling_check(CablingSource(ibsim=SIM_ID), None, [])
             samples.append(time.perf_counter() - start)
             if report.findings:
                 raise SystemExit(f"the healthy simulated fabric gave {len(report.findings)} findings")

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from gpunet.design import design
+from gpunet.files.write import write_files
 from gpunet.model.spec import Spec
 from gpunet.render import TARGETS, file_mode, render_all
-from gpunet.files.write import write_files
 
 
 def cluster(nodes: int) -> Spec:

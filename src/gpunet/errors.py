@@ -11,11 +11,14 @@
     │   ├── CommandError         a command exited non-zero
     │   └── ParseError           a tool's output was not understood (tool, line)
     ├── FleetError               running on many nodes failed as a whole
+    ├── CannotJudge              the facts gathered cannot carry a verdict (no series mapped, ...)
     └── LabError                 a lab cannot be built, found, changed or fully removed
         └── LabUsageError        a bad lab id, cable name or fault value (exit 2)
 
-The CLI maps these to one line and an exit code in one place (cli/errors.py); the library
-never prints and never exits.
+The CLI maps these to one line (or, with --json, one JSON body) and an exit code in one place
+(cli/errors.py): the input errors (SpecError and its kinds, PlanError, UsageError, LabUsageError)
+exit 2, every other GpunetError exits 3 ("could not run or could not judge"), never 1, which
+belongs to findings. The library never prints and never exits.
 """
 
 from __future__ import annotations
@@ -93,9 +96,18 @@ class FleetError(GpunetError):
     """Running on many nodes failed as a whole (not one node: per-node failure is data)."""
 
 
+class CannotJudge(GpunetError):
+    """What was read cannot carry a verdict either way (nothing mapped to the Plan, a tool missing
+    on every node): said, never reported as clean or as broken."""
+
+
 class LabError(GpunetError):
     """A lab cannot be built, found, changed or fully removed."""
 
 
 class LabUsageError(LabError):
     """The lab command was given a bad id, cable end or fault value."""
+
+
+# The errors that mean bad input (exit 2); every other GpunetError could not run or judge (exit 3).
+INPUT_ERRORS: tuple[type[GpunetError], ...] = (SpecError, PlanError, UsageError, LabUsageError)

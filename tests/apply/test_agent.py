@@ -4,24 +4,42 @@ and abort, settling an orphan, and paths that must stay inside the root."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gpunet.apply import agent
 from gpunet.apply.manifest import lab_network_state
 from gpunet.errors import UsageError
+from gpunet.node import files as node_files
+from gpunet.node import journal as node_journal
+from gpunet.node import runtime
+from gpunet.node.bundle import agent_script
+from gpunet.node.contract import FINAL
 
 HOST = socket.gethostname().split(".")[0]
-AGENT = Path(agent.__file__)
+
+
+
+def _bundled_agent() -> Path:
+    """The agent as nodes get it, the one bundled script, in a directory removed at exit."""
+    directory = Path(tempfile.mkdtemp(prefix="gpunet-agent-"))
+    atexit.register(shutil.rmtree, directory, True)
+    (directory / "agent.py").write_text(agent_script())
+    return directory / "agent.py"
+
+
+AGENT = _bundled_agent()
 
 
 def _bundle(tmp: Path, files: dict[str, str], *, timeout: float = 30, pause_at: str | None = None,
@@ -29,7 +47,7 @@ def _bundle(tmp: Path, files: dict[str, str], *, timeout: float = 30, pause_at: 
     bundle = tmp / f"bundle-{txid}"
     (bundle / "manifests").mkdir(parents=True)
     manifest = {"version": 1, "txid": txid, "node": node, "timeout_s": timeout, "pause_at": pause_at,
-                "token_sha256": agent.sha256(b"secret"),
+                "token_sha256": node_files.sha256(b"secret"),
                 "files": [{"path": p, "content": c, "mode": 0o644} for p, c in files.items()],
                 "targets": [{"name": "hosts", "requires": [], "check": [], "apply": [], "revert": [], "snapshot": []}]}
     (bundle / "manifests" / f"{node}.json").write_text(json.dumps(manifest))
@@ -43,7 +61,7 @@ def _agent(root: Path, *args: str) -> tuple[int, dict[str, Any]]:
 
 
 def _journal(root: Path) -> dict[str, Any]:
-    return agent.load_journal(root / "var/lib/gpunet/apply")
+    return node_journal.load_journal(root / "var/lib/gpunet/apply")
 
 
 def _wait_state(root: Path, states: tuple[str, ...], seconds: float = 20) -> dict[str, Any]:
@@ -81,7 +99,7 @@ def test_unconfirmed_the_guard_restores_every_file_at_the_deadline(root: Path, t
     assert _agent(root, "begin", "--bundle", str(bundle))[0] == 0
     assert _wait_state(root, ("applied",))
     assert (root / "etc/hosts").read_text() == "new hosts\n"
-    journal = _wait_state(root, agent.FINAL)
+    journal = _wait_state(root, FINAL)
     assert journal["state"] == "reverted" and journal["reason"] == "not confirmed within 1.5 s"
     assert (root / "etc/hosts").read_text() == "old hosts\n" and not (root / "etc/gpunet/nccl.env").exists()
     assert 1.5 <= journal["finished_at"] - journal["started"] < 3
@@ -101,7 +119,7 @@ def test_a_worker_killed_at_each_step_is_reverted_by_its_guard_at_once(root: Pat
             break
         time.sleep(0.05)
     os.kill(_journal(root)["worker_pid"], signal.SIGKILL)
-    journal = _wait_state(root, agent.FINAL, seconds=10)
+    journal = _wait_state(root, FINAL, seconds=10)
     assert journal["state"] == "reverted" and journal["finished_at"] - journal["started"] < 10
     assert journal["interrupted_at"] == {"applied": "written"}.get(step, step)
     assert (root / "etc/hosts").read_text() == "old hosts\n" and not (root / "etc/gpunet/nccl.env").exists()
@@ -134,8 +152,8 @@ def test_a_bundle_for_other_nodes_or_with_escaping_paths_changes_nothing(root: P
     assert rc == 2 and f"this node is {HOST!r}" in said["error"] and "gpu999" in said["error"]
     assert not (root / "var/lib/gpunet/apply/journal.json").exists()
     for bad in ("../outside", "/etc/passwd", "etc/../../x", "etc/ho\nsts"):
-        with pytest.raises(agent.Refused):
-            agent.under(root, bad)
+        with pytest.raises(node_files.Refused):
+            node_files.under(root, bad)
     rc, said = _agent(root, "begin", "--bundle", str(_bundle(tmp_path / "b", {"../../escape": "x\n"})))
     assert rc == 2 and "not a plain relative path" in said["error"] and not _journal(root)
 
@@ -162,11 +180,11 @@ def test_lab_network_state_reads_the_rendered_netplan_and_refuses_what_the_lab_l
 
 
 def test_ip_batch_lines_take_only_checked_words() -> None:
-    assert agent._route_line({"to": "198.18.0.0/25", "via": "198.18.1.254", "dev": "ens1", "metric": 5}) == \
+    assert runtime._route_line({"to": "198.18.0.0/25", "via": "198.18.1.254", "dev": "ens1", "metric": 5}) == \
         "route replace 198.18.0.0/25 via 198.18.1.254 dev ens1 metric 5 proto static"
-    assert agent._route_line({"to": "198.18.0.0/26", "type": "blackhole", "dev": "ens1"}) == \
+    assert runtime._route_line({"to": "198.18.0.0/26", "type": "blackhole", "dev": "ens1"}) == \
         "route replace blackhole 198.18.0.0/26 proto static"
     with pytest.raises(ValueError):
-        agent._route_line({"to": "198.18.0.0/24\nnetns exec x touch /tmp/p", "via": "198.18.1.1"})
-    with pytest.raises(agent.Refused):
-        agent._checked_link("eth0 mtu 1\naddr add", {"addresses": []})
+        runtime._route_line({"to": "198.18.0.0/24\nnetns exec x touch /tmp/p", "via": "198.18.1.1"})
+    with pytest.raises(node_files.Refused):
+        runtime._checked_link("eth0 mtu 1\naddr add", {"addresses": []})

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from ClusterShell.NodeSet import NodeSet
 
-from gpunet.apply import ApplyOptions, ApplyReport, Remote, apply_rollout, dry_run, reach, status
+from gpunet.api.apply import reach
+from gpunet.apply import ApplyOptions, ApplyReport, Remote, apply_rollout, dry_run, status
 from gpunet.apply.manifest import DEFAULT_TARGETS
 from gpunet.lab.sshd import ssh_argv
 from gpunet.lab.state import LabState, lab_dir
@@ -32,19 +33,19 @@ from tests.labs import lab_id
 LAB = lab_id("ay")
 TIMEOUT_S = 20.0
 BAD_TIMEOUT_S = 20.0  # every bad change ends reverted; the lockouts wait for this deadline
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[tuple[LabState, Remote]]:
     with built_lab(LAB) as state:
-        plan, remote = reach(lab=LAB, plan_path=None)
+        plan, remote, _ = reach(lab=LAB, plan=None)
         del plan
         yield state, remote
 
 
 def _plan() -> Plan:
-    return reach(lab=LAB, plan_path=None)[0]
+    return reach(lab=LAB, plan=None)[0]
 
 
 def _rollout(remote: Remote, nodes: str, **options: object) -> ApplyReport:

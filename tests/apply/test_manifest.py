@@ -41,7 +41,7 @@ def test_a_real_node_gets_its_own_tools_and_private_netplan() -> None:
 
 
 def test_a_lab_server_gets_ip_commands_and_only_per_namespace_sysctls() -> None:
-    manifest = _manifest(Where(lab_dir="/run/gpunet/labs/zz"))
+    manifest = _manifest(Where(lab_root="/run/gpunet/labs/zz/root", sshd_pid_dir="/run/gpunet/labs/zz/run"))
     by_name = {t["name"]: t for t in manifest["targets"]}
     assert by_name["netplan"]["ip_state"]["links"]["eth0"]["mtu"] == 1500
     assert by_name["sshd"]["apply"][0]["run"][-1] == "/run/gpunet/labs/zz/run/gpu1.sshd.pid"

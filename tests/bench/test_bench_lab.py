@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpunet import api
+from gpunet.api import bench
+from gpunet.api.bench import BenchRun
 from gpunet.bench.health import CPU_PRESSURE_LIMIT
 from gpunet.bench.store import history, measurements
 from gpunet.lab.faults import apply_fault, heal
@@ -18,7 +19,7 @@ from gpunet.lab.state import LabState
 from tests.lab.helpers import server_process
 from tests.labs import shared_lab, shared_lab_id
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 LAB = shared_lab_id("small")
 
 
@@ -27,8 +28,7 @@ lab = shared_lab("small")
 
 def test_all_pairs_in_n_minus_1_rounds_stored_with_history(lab: LabState, tmp_path: Path) -> None:
     said: list[str] = []
-    run_id, results = api.bench(plan_source=None, lab=LAB, pattern="all-pairs", plane="compute", nodes=None,
-                                seconds=3, db=tmp_path / "b.sqlite",
+    run_id, results = bench.run(BenchRun(seconds=3), plan=None, lab=LAB, db=tmp_path / "b.sqlite",
                                 progress=lambda done, total, what: said.append(what))
     assert [w for w in said if w.startswith("round ")][-1] == "round 7/7: 4 pairs" and len(results) == 28
     assert {frozenset((m.source, m.destination)) for m in results} == {
@@ -58,8 +58,7 @@ def test_a_saturated_server_makes_its_pairs_inconclusive_never_low(lab: LabState
         for _ in range(os.cpu_count() or 1):
             burners.enter_context(server_process(LAB, "gpu3", "sh", "-c", "while :; do :; done"))
         time.sleep(0.5)  # burning before the first window opens
-        _, results = api.bench(plan_source=None, lab=LAB, pattern="all-pairs", plane="compute", nodes="gpu[1-4]",
-                               seconds=1, db=tmp_path / "b.sqlite")
+        _, results = bench.run(BenchRun(nodes="gpu[1-4]", seconds=1), plan=None, lab=LAB, db=tmp_path / "b.sqlite")
     statuses = sorted((m.status, m.attempts, m.source, m.destination) for m in results)
     print(f"saturated lab: {statuses}")  # shown with -s
     assert len(results) == 6 and not [m for m in results if m.status in ("low", "failed")], statuses
@@ -77,8 +76,7 @@ def test_a_degraded_link_flags_exactly_the_pairs_through_it(lab: LabState, tmp_p
     pair the host's own load left inconclusive, even when measured again, is not judged either way)."""
     apply_fault(LAB, "gpu3:ens1", "rate", "40mbit")
     try:
-        _, results = api.bench(plan_source=None, lab=LAB, pattern="all-pairs", plane="compute", nodes="gpu[1-4]",
-                               seconds=2, db=tmp_path / "b.sqlite")
+        _, results = bench.run(BenchRun(nodes="gpu[1-4]", seconds=2), plan=None, lab=LAB, db=tmp_path / "b.sqlite")
     finally:
         heal(LAB)
     judged = {frozenset((m.source, m.destination)): m.status for m in results if m.status != "inconclusive"}

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from gpunet import api
+from gpunet.api import bench
+from gpunet.api.bench import BenchRun
+from gpunet.api.plans import plan_spec
 from gpunet.bench.expected import rdma_efficiency
 from gpunet.bench.launch import Endpoints, NcclJob, iperf3_pair, nccl_argv, perftest_pair, pick_launcher
 from gpunet.bench.run import BenchSetup, _measurement, pair_commands, run_nccl, run_rounds
@@ -65,7 +67,7 @@ def test_pick_launcher_needs_one_installed(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def _plan():  # type: ignore[no-untyped-def]
-    return api.plan_spec(None)  # the built-in scalable unit: 8 RoCE rails with an HCA each
+    return plan_spec(None)  # the built-in scalable unit: 8 RoCE rails with an HCA each
 
 
 def test_perftest_on_a_rail_pair_uses_that_rails_addresses_and_hcas() -> None:
@@ -116,11 +118,9 @@ def test_an_nccl_job_runs_through_the_launcher_and_reads_its_table() -> None:
 
 def test_a_lab_runs_iperf3_only(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot run there"):
-        api.bench(plan_source=None, lab="zz", pattern="all-pairs", plane="compute", nodes=None, seconds=1,
-                  db=tmp_path / "b.sqlite", tool="ib_write_bw")
+        bench.run(BenchRun(seconds=1, tool="ib_write_bw"), plan=None, lab="zz", db=tmp_path / "b.sqlite")
     with pytest.raises(UsageError, match="unknown tool"):
-        api.bench(plan_source=None, lab=None, pattern="all-pairs", plane="compute", nodes=None, seconds=1,
-                  db=tmp_path / "b.sqlite", tool="netperf")
+        bench.run(BenchRun(seconds=1, tool="netperf"), plan=None, lab=None, db=tmp_path / "b.sqlite")
 
 
 def test_a_hung_client_is_a_failed_measurement_not_the_end_of_the_run() -> None:
@@ -134,7 +134,7 @@ def test_a_hung_client_is_a_failed_measurement_not_the_end_of_the_run() -> None:
 
 
 def test_each_round_is_handed_over_as_it_ends(tmp_path: Path) -> None:
-    """What api.bench stores round by round: an interrupted run keeps the rounds it finished."""
+    """What bench.run stores round by round: an interrupted run keeps the rounds it finished."""
     plan = _plan()
     names = [n.name for n in plan.nodes[:4]]
     setup = BenchSetup(plan=plan, on_node=lambda n, c: ["true"], plane="management", seconds=1)

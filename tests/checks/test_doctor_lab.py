@@ -229,12 +229,13 @@ def test_an_unreachable_gateway(lab: LabState) -> None:
     assert only(findings, "GN-ROUTE-03") == {("GN-ROUTE-03", "gpu6", f"gateway management {gateway}")}
 
 
+@pytest.mark.slow
 def test_a_healthy_default_example_lab_is_clean() -> None:
     """The built-in example as a lab: every server's doctor exits 0 with no warning (the lab holds
     the TCP buffers render writes; with no GPU driver here, the NCCL checks are skipped), and so
     does one with --peers."""
     with built_lab(FLAGSHIP_LAB, example_plan("scalable-unit")) as state:
-        done = subprocess.run([sys.executable, "-m", "gpunet", "doctor", "--fleet", "@role:gpu,@role:storage,"
+        done = subprocess.run([sys.executable, "-m", "gpunet", "doctor", "@role:gpu,@role:storage,"
                                "@role:login", "--lab", FLAGSHIP_LAB, "--interval", "0.5", "--json"],
                               capture_output=True, text=True, timeout=300, check=False)
         report = json.loads(done.stdout)

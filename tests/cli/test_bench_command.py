@@ -1,22 +1,34 @@
 """`gpunet bench show | compare | run --png` through the real Typer app, on a results database
-written by the store (no lab: `run` gets its measurements from a stand-in for api.bench)."""
+written by the store (no lab: `run` gets its measurements from a stand-in for gpunet.api.bench.run)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from gpunet import api
+from gpunet.api import bench as bench_api
 from gpunet.bench.health import EndHealth
 from gpunet.bench.store import Measurement, save_run
 from gpunet.cli.main import app
+
+
+def stand_in(measured: Callable[..., tuple[int, list[Measurement]]]) -> Callable[..., tuple[int, list[Measurement]]]:
+    """A stand-in for gpunet.api.bench.run that hands its arguments over as keywords."""
+    def run(wanted: object, *, plan: Path | None, lab: str | None, db: Path,
+            progress: object = None) -> tuple[int, list[Measurement]]:
+        return measured(**dataclasses.asdict(wanted), plan_source=plan, lab=lab, db=db,  # type: ignore[call-overload]
+                        progress=progress)
+    return run
+
 
 runner = CliRunner()
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -111,7 +123,7 @@ def test_run_draws_the_heat_map(db: Path, tmp_path: Path, monkeypatch: pytest.Mo
                        pattern=str(arguments["pattern"]), arguments="", measurements=results)
         return run, results
 
-    monkeypatch.setattr(api, "bench", measured)
+    monkeypatch.setattr(bench_api, "run", stand_in(measured))  # nothing is measured, no node dialled
     png = tmp_path / "run.png"
     result = runner.invoke(app, ["bench", "run", "--pattern", "rail", "--db", str(db), "--png", str(png)],
                            terminal_width=200)
@@ -160,7 +172,7 @@ def test_run_says_its_rounds_on_stderr_and_its_retries_and_health_in_json(db: Pa
         return save_run(arguments["db"], plan_hash="h", tool="iperf3", pattern="all-pairs",  # type: ignore[arg-type]
                         arguments="plane=compute", measurements=results), results
 
-    monkeypatch.setattr(api, "bench", measured)
+    monkeypatch.setattr(bench_api, "run", stand_in(measured))  # nothing is measured, no node dialled
     result = runner.invoke(app, ["bench", "run", "--db", str(db), "--json", "--retry-inconclusive", "2"])
     assert result.exit_code == 1, result.output  # an inconclusive pair is not a pass
     assert calls["retry_inconclusive"] == 2
@@ -217,7 +229,7 @@ def test_run_on_a_terminal_shows_a_bar_not_lines(db: Path, monkeypatch: pytest.M
         arguments["progress"](0, 3, "round 1/3: 4 pairs")  # type: ignore[operator]
         return 1, [m("a", "b", 9.5)]
 
-    monkeypatch.setattr(api, "bench", measured)
+    monkeypatch.setattr(bench_api, "run", stand_in(measured))  # nothing is measured, no node dialled
     result = runner.invoke(app, ["bench", "run", "--db", str(db)])
     assert result.exit_code == 0, result.output
     assert result.stderr == "" and "round 1/3: 4 pairs" in terminal.getvalue()  # drawn by the bar

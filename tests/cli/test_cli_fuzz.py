@@ -47,7 +47,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def assert_clean_exit(args: list[str]) -> None:
     result = runner.invoke(app, args)
-    assert result.exit_code in (0, 1, 2), (args, result.exit_code, result.output[-500:])
+    assert result.exit_code in (0, 1, 2, 3), (args, result.exit_code, result.output[-500:])
     assert result.exception is None or isinstance(result.exception, SystemExit), (args, repr(result.exception))
     assert "Traceback" not in result.output, (args, result.output[-2000:])
 

@@ -220,7 +220,7 @@ def test_6_plan_refuses_to_drop_nodes_unless_fresh(tmp_path: Path) -> None:
 def test_7_a_scale_that_is_no_rate_is_refused_before_anything_exists(tmp_path: Path, scale: str) -> None:
     if os.geteuid() == 0 and os.environ.get("GPUNET_OLD_CODE"):
         pytest.skip("an older gpunet builds a real lab here; run without GPUNET_OLD_CODE")
-    done = gpunet("lab", "up", "--id", "q", "--scale", scale, env={"GPUNET_LAB_ROOT": str(tmp_path / "labs")})
+    done = gpunet("lab", "up", "--lab", "q", "--scale", scale, env={"GPUNET_LAB_ROOT": str(tmp_path / "labs")})
     refused(done, "--scale")
     assert not (tmp_path / "labs" / "q").exists()
 
@@ -253,6 +253,7 @@ def _counts(out: Path) -> tuple[int, int, int]:
     return len(nodes), len({r.split(",")[0] for r in rows}), len({c.split(",")[2] for c in cables} & nodes)
 
 
+@pytest.mark.slow
 def test_8_a_kill_at_any_step_of_plan_leaves_one_whole_set(tmp_path: Path) -> None:
     """SIGKILL at each rename and unlink the run makes: OUT then holds the old set or the new, never a
     mix, and the next run removes what a killed one left beside OUT."""

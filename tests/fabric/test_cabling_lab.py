@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from gpunet.api.fabric import CablingSource, cabling_check
 from gpunet.fabric.cabling import CablingReport, cable_name
-from gpunet.fabric.check import Source, cabling_check
 from gpunet.lab.build import LAB_PLAN
 from gpunet.lab.faults import apply_fault, apply_miswire, heal
 from gpunet.lab.state import LabState, lab_dir
@@ -40,7 +40,7 @@ def healed(lab: LabState) -> Iterator[None]:
 
 
 def check() -> CablingReport:
-    return cabling_check(Source(lab=LAB), None, [])
+    return cabling_check(CablingSource(lab=LAB), None, [])
 
 
 def findings(report: CablingReport) -> list[tuple[str, set[str]]]:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gpunet.api import plan_spec
+from gpunet.api.fabric import CablingSource, cabling_check
 from gpunet.fabric.cabling import CablingReport, cable_name
-from gpunet.fabric.check import Source, cabling_check
 from gpunet.lab.ibsim import apply_fault, heal, ibsim_down, ibsim_up, missing_tools, routing_used, run_tool, sim_plan
 from gpunet.lab.ibsim_state import IbFault, IbsimState, read_sim, sim_dir
 from gpunet.lab.slice import slice_plan
@@ -45,7 +45,7 @@ def tiny_sim() -> Iterator[IbsimState]:
 
 
 def check(sim_id: str) -> CablingReport:
-    return cabling_check(Source(ibsim=sim_id), None, [])
+    return cabling_check(CablingSource(ibsim=sim_id), None, [])
 
 
 def end(link: Link, side: str = "a") -> str:
@@ -101,6 +101,7 @@ def random_fault(plan: Plan, rng: random.Random) -> tuple[IbFault, str, set[str]
             {cable_name(first), cable_name(second)})
 
 
+@pytest.mark.slow
 def test_twenty_random_single_faults_each_give_exactly_the_right_finding(default_sim: IbsimState) -> None:
     plan = sim_plan("zi")
     rng = random.Random(2026)

@@ -11,6 +11,7 @@ import pytest
 from ClusterShell.NodeSet import NodeSet
 
 from gpunet.fleet import FleetResult, NodeOutcome, local_runner
+from gpunet.reach import Reach
 from tests.labs import SharedLabs
 
 
@@ -34,12 +35,18 @@ def test_a_command_past_its_timeout_is_data_not_an_exception() -> None:
 
 @pytest.mark.lab
 def test_fleet_run_over_real_ssh_and_netns_exec_to_the_lab(shared_labs: SharedLabs) -> None:
+    """`fleet run --lab` goes over real SSH with the lab's key (the old `--ssh-lab` still works for a
+    release, and says so); the library's exec transport folds the same outcomes."""
     lab = shared_labs.get("small").lab_id
-    for how in ("--ssh-lab", "--lab"):
+    script = ["sh", "-c", "uname -s; test $(hostname) != gpu5"]
+    for how in ("--lab", "--ssh-lab"):
         done = subprocess.run([sys.executable, "-m", "gpunet", "fleet", "run", "gpu[1-8]", how, lab, "--json",
-                               "--", "sh", "-c", "uname -s; test $(hostname) != gpu5"],
-                              capture_output=True, text=True, timeout=120, check=False)
+                               "--", *script], capture_output=True, text=True, timeout=120, check=False)
         assert done.returncode == 1, done.stderr  # gpu5's command failed: exit 1, output still grouped
+        assert ("--ssh-lab is deprecated, use --lab" in done.stderr) == (how == "--ssh-lab"), done.stderr
         folded = json.loads(done.stdout)["groups"]
         groups = {g["nodes"]: (g["rc"], g["stdout"]) for g in folded}
         assert groups == {"gpu[1-4,6-8]": (0, "Linux"), "gpu5": (1, "Linux")}, (how, folded)
+    result = Reach.of_lab(lab, "exec").runner().run(script, NodeSet("gpu[1-8]"))
+    assert {nodes: (o.rc, o.stdout.strip()) for nodes, o in result.groups()} == {
+        "gpu[1-4,6-8]": (0, "Linux"), "gpu5": (1, "Linux")}

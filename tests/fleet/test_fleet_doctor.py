@@ -71,7 +71,7 @@ def test_doctor_fleet_over_the_lab_names_the_one_faulty_server(shared_labs: Shar
     lab = shared_labs.get("small").lab_id
     apply_fault(lab, "gpu3:ens1", "mtu", "1500")
     try:
-        done = subprocess.run([sys.executable, "-m", "gpunet", "doctor", "--fleet", "gpu[1-8]", "--lab", lab,
+        done = subprocess.run([sys.executable, "-m", "gpunet", "doctor", "gpu[1-8]", "--lab", lab,
                                "--interval", "0.5", "--json"], capture_output=True, text=True, timeout=300,
                               check=False)
     finally:

@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 from ClusterShell.NodeSet import NodeSet
 
-from gpunet import api
 from gpunet.fleet.gather import gather_from
 from gpunet.fleet.transfer import copy_to
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.state import LabState
+from gpunet.reach import Reach
 from tests.lab.helpers import built_lab, lab_address, server_process
 from tests.labs import lab_id
 
@@ -54,7 +54,7 @@ def test_copy_to_every_server_and_gather_back_over_ssh(lab: LabState, tmp_path: 
     source, dest, out = tmp_path / "weights.bin", tmp_path / "dest", tmp_path / "out"
     source.write_bytes(os.urandom(3_000_000))
     dest.mkdir()
-    runner = api.fleet_runner(ssh_lab=LAB)
+    runner = Reach.of_lab(LAB, "ssh").runner()
     copied = copy_to(runner, SERVERS, source, str(dest))
     assert copied.failed == [] and {o.path for o in copied.outcomes.values()} == {str(dest / "weights.bin")}
     assert _sha(dest / "weights.bin") == _sha(source) and [p.name for p in dest.iterdir()] == ["weights.bin"]
@@ -71,7 +71,7 @@ def test_an_unreachable_server_is_reported_and_the_others_complete(lab: LabState
     dest.mkdir()
     apply_fault(LAB, "gpu8:eth0", "down")
     try:
-        done = gpunet("fleet", "copy", "gpu[1-8]", "--ssh-lab", LAB, str(source), str(dest), "--connect-timeout",
+        done = gpunet("fleet", "copy", "gpu[1-8]", "--lab", LAB, str(source), str(dest), "--connect-timeout",
                       "2", "--json")
     finally:
         heal(LAB)
@@ -93,11 +93,11 @@ def test_copy_and_gather_through_a_gateway_in_clustershells_tree_mode(lab: LabSt
     source, dest = tmp_path / "notes.txt", tmp_path / "dest"
     source.write_text("through the gateway\n" * 5000)
     dest.mkdir()
-    seen = gpunet("fleet", "run", "gpu[1-3]", "--ssh-lab", LAB, "--json", "--", "sh", "-c", "echo $SSH_CONNECTION",
+    seen = gpunet("fleet", "run", "gpu[1-3]", "--lab", LAB, "--json", "--", "sh", "-c", "echo $SSH_CONNECTION",
                   env=env)
     assert {g["stdout"].split()[0] for g in json.loads(seen.stdout)["groups"]} == {gateway}, seen.stdout
-    copied = gpunet("fleet", "copy", "gpu[1-3]", "--ssh-lab", LAB, str(source), str(dest), "--json", env=env)
-    gathered = gpunet("fleet", "gather", "gpu[1-3]", "--ssh-lab", LAB, str(dest / "notes.txt"),
+    copied = gpunet("fleet", "copy", "gpu[1-3]", "--lab", LAB, str(source), str(dest), "--json", env=env)
+    gathered = gpunet("fleet", "gather", "gpu[1-3]", "--lab", LAB, str(dest / "notes.txt"),
                       str(tmp_path / "out"), "--json", env=env)
     assert copied.returncode == gathered.returncode == 0, copied.stdout + gathered.stdout
     assert {_sha(tmp_path / "out" / n / "notes.txt") for n in ("gpu1", "gpu2", "gpu3")} == {_sha(source)}
@@ -118,7 +118,7 @@ def test_a_detached_run_survives_the_admin_side_being_killed(lab: LabState, tmp_
     seconds = os.environ.get("GPUNET_DETACHED_JOB_S", "2")  # the 60: GPUNET_DETACHED_JOB_S=60
     job = f"echo begin $(hostname); sleep {int(seconds)}; echo end $(hostname)"
     starts = {name: subprocess.Popen(
-        [sys.executable, "-m", "gpunet", "fleet", "run", nodes, "--ssh-lab", LAB, "--detach", name, "--via", via,
+        [sys.executable, "-m", "gpunet", "fleet", "run", nodes, "--lab", LAB, "--detach", name, "--via", via,
          "--state-dir", str(tmp_path / "runs"), "--follow", "--", "sh", "-c", job],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env={**os.environ, **env})
         for name, nodes, via in (("survive-t", "gpu[1-4]", "tmux"), ("survive-s", "gpu[5-8]", "setsid"))}
@@ -166,7 +166,7 @@ def test_capture_100_packets_of_an_iperf3_flow(lab: LabState, tmp_path: Path) ->
     server, client = lab_address(lab, "gpu2", "ens1"), lab_address(lab, "gpu1", "ens1")
     with server_process(LAB, "gpu2", "iperf3", "-s", "-B", server), \
             server_process(LAB, "gpu1", "sh", "-c", f"sleep 0.5; iperf3 -c {server} -t 30"):
-        done = gpunet("fleet", "capture", "gpu[1-2]", "--ssh-lab", LAB, "--plane", "compute", "--between",
+        done = gpunet("fleet", "capture", "gpu[1-2]", "--lab", LAB, "--plane", "compute", "--between",
                       "gpu1,gpu2", "--count", "100", "--duration", "20", "-o", str(tmp_path), "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     outcomes = json.loads(done.stdout)["outcomes"]
@@ -180,7 +180,7 @@ def test_capture_100_packets_of_an_iperf3_flow(lab: LabState, tmp_path: Path) ->
 
 def test_the_rendered_ssh_config_reaches_every_server_through_a_lab_bastion(lab: LabState, tmp_path: Path) -> None:
     config = tmp_path / "ssh_config"
-    assert gpunet("lab", "ssh-config", "--id", LAB, "--bastion", "gpu8", "-o", str(config)).returncode == 0
+    assert gpunet("lab", "ssh-config", "--lab", LAB, "--bastion", "gpu8", "-o", str(config)).returncode == 0
     try:
         done = subprocess.run(["ssh", "-F", str(config), "gpu1", "hostname; echo $SSH_CONNECTION"],
                               capture_output=True, text=True, timeout=30, check=False)

@@ -194,7 +194,7 @@ def test_teardown_after_a_failure_midway_leaves_nothing() -> None:
 
 def test_down_after_kill_9_of_up_cleans_up() -> None:
     """`lab up` of a 32-server slice killed -9 while building, then `lab down`."""
-    up = subprocess.Popen([sys.executable, "-m", "gpunet", "lab", "up", "--id", KILLED_LAB, "--max-nodes", "32",
+    up = subprocess.Popen([sys.executable, "-m", "gpunet", "lab", "up", "--lab", KILLED_LAB, "--max-nodes", "32",
                            str(EXAMPLES_DIR / "multi-unit-large.yaml")],
                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     state = lab_dir(KILLED_LAB) / "state.json"
@@ -207,7 +207,7 @@ def test_down_after_kill_9_of_up_cleans_up() -> None:
         assert state.exists() and '"status": "building"' in state.read_text(), "killed too late to prove it"
         assert leftovers(KILLED_LAB)
     finally:
-        subprocess.run([sys.executable, "-m", "gpunet", "lab", "down", "--id", KILLED_LAB], check=True,
+        subprocess.run([sys.executable, "-m", "gpunet", "lab", "down", "--lab", KILLED_LAB], check=True,
                        capture_output=True)
     assert leftovers(KILLED_LAB) == []
 

@@ -27,39 +27,39 @@ def gpunet(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_lab_commands_end_to_end() -> None:
     try:
-        up = gpunet("lab", "up", str(SMALL), "--id", CLI_LAB, "--json")
+        up = gpunet("lab", "up", str(SMALL), "--lab", CLI_LAB, "--json")
         assert up.returncode == 0, up.stderr
         state = json.loads(up.stdout)
         assert len(state["servers"]) == 8 and state["status"] == "up"
-        status = runner.invoke(app, ["lab", "status", "--id", CLI_LAB, "--addresses"], terminal_width=200)
+        status = runner.invoke(app, ["lab", "status", "--lab", CLI_LAB, "--addresses"], terminal_width=200)
         assert "no RDMA" in status.stdout and "gpu8" in status.stdout
         # the plan <-> lab address map: the plan's compute 198.18.16.0/24 re-homed, host index kept
         assert "gpu8/ens1" in status.stdout and "198.18.16.8/24" in status.stdout
-        shown = gpunet("lab", "exec", "gpu4", "--id", CLI_LAB, "--", "hostname")
+        shown = gpunet("lab", "exec", "gpu4", "--lab", CLI_LAB, "--", "hostname")
         assert (shown.returncode, shown.stdout.strip()) == (0, "gpu4")
-        failing = gpunet("lab", "exec", "gpu4", "--id", CLI_LAB, "--", "false")
+        failing = gpunet("lab", "exec", "gpu4", "--lab", CLI_LAB, "--", "false")
         assert failing.returncode == 1
-        fault = gpunet("lab", "fault", "gpu4:ens1", "--loss", "5", "--id", CLI_LAB, "--json")
+        fault = gpunet("lab", "fault", "gpu4:ens1", "--loss", "5", "--lab", CLI_LAB, "--json")
         assert json.loads(fault.stdout)["kind"] == "loss"
-        listed = json.loads(gpunet("lab", "status", "--id", CLI_LAB, "--json").stdout)
-        assert [f["kind"] for f in listed[0]["faults"]] == ["loss"]
-        assert "1 fault" in gpunet("lab", "heal", "--id", CLI_LAB).stdout
-        two = gpunet("lab", "fault", "gpu4:ens1", "--loss", "5", "--down", "--id", CLI_LAB)
+        listed = json.loads(gpunet("lab", "status", "--lab", CLI_LAB, "--json").stdout)
+        assert [f["kind"] for f in listed["faults"]] == ["loss"]  # one lab named: one object
+        assert "1 fault" in gpunet("lab", "heal", "--lab", CLI_LAB).stdout
+        two = gpunet("lab", "fault", "gpu4:ens1", "--loss", "5", "--down", "--lab", CLI_LAB)
         assert two.returncode == 2 and "exactly one" in two.stderr
-        unknown = gpunet("lab", "fault", "gpu9:ens1", "--down", "--id", CLI_LAB)
+        unknown = gpunet("lab", "fault", "gpu9:ens1", "--down", "--lab", CLI_LAB)
         assert unknown.returncode == 2 and "no cable end 'gpu9:ens1'" in unknown.stderr
-        delay = gpunet("lab", "fault", "gpu4:ens1", "--delay", "5ms", "--id", CLI_LAB)
+        delay = gpunet("lab", "fault", "gpu4:ens1", "--delay", "5ms", "--lab", CLI_LAB)
         assert delay.returncode == 0 or "netem" in delay.stderr, delay.stderr
     finally:
-        down = gpunet("lab", "down", "--id", CLI_LAB)
+        down = gpunet("lab", "down", "--lab", CLI_LAB)
     assert down.returncode == 0 and leftovers(CLI_LAB) == []
-    assert "removed 0" in gpunet("lab", "down", "--id", CLI_LAB).stdout
+    assert "removed 0" in gpunet("lab", "down", "--lab", CLI_LAB).stdout
 
 
 def test_status_of_a_missing_lab_is_a_clear_error() -> None:
-    result = runner.invoke(app, ["lab", "status", "--id", "nope"])
-    assert result.exit_code == 1 and "no lab 'nope'" in result.output
-    bad = runner.invoke(app, ["lab", "down", "--id", "../.."])
+    result = runner.invoke(app, ["lab", "status", "--lab", "nope"])
+    assert result.exit_code == 2 and "no lab 'nope'" in result.output  # a lab that is not up: bad input
+    bad = runner.invoke(app, ["lab", "down", "--lab", "../.."])
     assert bad.exit_code == 2 and "1-4 lowercase letters" in bad.output
 
 

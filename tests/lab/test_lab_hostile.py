@@ -42,15 +42,15 @@ def test_a_batch_line_with_a_line_break_stops_the_batch() -> None:
 
 @pytest.fixture(scope="module")
 def lab() -> Iterator[LabState]:
-    up = gpunet("lab", "up", str(SMALL), "--id", LAB, "--json")
+    up = gpunet("lab", "up", str(SMALL), "--lab", LAB, "--json")
     assert up.returncode == 0, up.stderr
     yield LabState.model_validate_json(up.stdout)
-    down = gpunet("lab", "down", "--id", LAB)
+    down = gpunet("lab", "down", "--lab", LAB)
     assert down.returncode == 0 and leftovers(LAB) == [], down.stderr
 
 
 def _faults() -> list[dict[str, str]]:
-    faults: list[dict[str, str]] = json.loads(gpunet("lab", "status", "--id", LAB, "--json").stdout)[0]["faults"]
+    faults: list[dict[str, str]] = json.loads(gpunet("lab", "status", "--lab", LAB, "--json").stdout)["faults"]
     return faults
 
 
@@ -62,28 +62,28 @@ def _faults() -> list[dict[str, str]]:
 ])
 def test_11_an_impossible_fault_is_refused_and_never_listed(lab: LabState, option: str, value: str,
                                                              needle: str) -> None:
-    done = gpunet("lab", "fault", "gpu4:ens1", option, value, "--id", LAB)
+    done = gpunet("lab", "fault", "gpu4:ens1", option, value, "--lab", LAB)
     assert done.returncode == 2 and needle in done.stderr and "Usage: tc" not in done.stderr, done.stderr
     assert _faults() == []
 
 
 @pytest.mark.lab
 def test_11_a_fault_the_kernel_refuses_is_not_listed(lab: LabState) -> None:
-    delay = gpunet("lab", "fault", "gpu4:ens1", "--delay", "10ms", "--id", LAB)
+    delay = gpunet("lab", "fault", "gpu4:ens1", "--delay", "10ms", "--lab", LAB)
     if delay.returncode == 0:  # a kernel with netem: applied, listed, healed
         assert [f["kind"] for f in _faults()] == ["delay"]
-        assert gpunet("lab", "heal", "--id", LAB).returncode == 0
+        assert gpunet("lab", "heal", "--lab", LAB).returncode == 0
     else:
         assert delay.returncode == 1 and "netem" in delay.stderr and "not applied" in delay.stderr, delay.stderr
     assert _faults() == []
-    mtu = gpunet("lab", "fault", "gpu4:ens1", "--mtu", "1400", "--id", LAB)  # a real one still works
+    mtu = gpunet("lab", "fault", "gpu4:ens1", "--mtu", "1400", "--lab", LAB)  # a real one still works
     assert mtu.returncode == 0 and [f["kind"] for f in _faults()] == ["mtu"]
-    assert gpunet("lab", "heal", "--id", LAB).returncode == 0 and _faults() == []
+    assert gpunet("lab", "heal", "--lab", LAB).returncode == 0 and _faults() == []
 
 
 @pytest.mark.lab
 def test_7_a_scale_of_nan_leaves_nothing_to_clean(tmp_path: Path) -> None:
-    done = gpunet("lab", "up", str(SMALL), "--id", NAN_LAB, "--scale", "nan")
+    done = gpunet("lab", "up", str(SMALL), "--lab", NAN_LAB, "--scale", "nan")
     assert done.returncode == 2 and "--scale nan" in done.stderr
     assert leftovers(NAN_LAB) == []
 
@@ -95,6 +95,6 @@ def test_9_a_plan_without_switches_is_a_message(tmp_path: Path) -> None:
     data = json.loads((out / "plan.json").read_text())
     data["switches"], data["links"] = [], []
     (tmp_path / "bare.json").write_text(json.dumps(data))
-    done = gpunet("lab", "up", str(tmp_path / "bare.json"), "--id", BARE_LAB)
+    done = gpunet("lab", "up", str(tmp_path / "bare.json"), "--lab", BARE_LAB)
     assert done.returncode == 1 and "has none (direct cables)" in done.stderr and "Traceback" not in done.stderr
     assert leftovers(BARE_LAB) == []

@@ -59,8 +59,9 @@ def test_a_tampered_state_is_refused_where_it_is_read(state_file: Path, change: 
 def test_a_state_file_that_is_a_directory(state_file: Path) -> None:
     state_file.unlink()
     state_file.mkdir()
-    result = CliRunner().invoke(app, ["lab", "status", "--id", LAB])
-    assert result.exit_code == 1 and "unreadable" in result.output and result.exception.__class__ is SystemExit
+    result = CliRunner().invoke(app, ["lab", "status", "--lab", LAB])
+    # gpunet cannot read its own lab: it could not run (3), not a finding, not bad input
+    assert result.exit_code == 3 and "unreadable" in result.output and result.exception.__class__ is SystemExit
 
 
 def test_a_fault_on_no_cable_of_the_lab_is_healed_by_dropping_it(state_file: Path) -> None:

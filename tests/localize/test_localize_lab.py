@@ -12,18 +12,18 @@ from collections.abc import Iterator
 import pytest
 from typer.testing import CliRunner
 
+from gpunet.api.fabric import LocalizeSource, localize
 from gpunet.cli.main import app
 from gpunet.fabric.cabling import cable_name
 from gpunet.lab.build import LAB_PLAN
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.state import LabState, lab_dir
-from gpunet.localize.run import localize_lab
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Link, Plan
 from tests.lab.helpers import run_in
 from tests.labs import shared_lab, shared_lab_id
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 LAB = shared_lab_id("default8")
 runner = CliRunner()
 
@@ -60,7 +60,7 @@ def test_three_percent_loss_on_one_uplink_is_named_first_within_a_minute(lab: La
     link = random.Random(14).choice(uplinks)
     apply_fault(lab.lab_id, faulty(link), "loss", "3")
     started = time.monotonic()
-    report = localize_lab(LAB)
+    report = localize(LocalizeSource(lab=LAB))
     took = time.monotonic() - started
     assert report.suspects[0].cable == cable_name(link) and report.suspects[0].named
     assert [s.cable for s in report.named] == [cable_name(link)]

@@ -108,6 +108,7 @@ def _scrape(port: int) -> float:
     return time.monotonic() - start
 
 
+@pytest.mark.slow
 def test_a_scraper_is_served_promptly_beside_400_slowloris_connections() -> None:
     limits = Limits()  # the defaults: 10 s head deadline, 256 connections, 4 workers
     baseline_threads = _threads()

@@ -15,7 +15,7 @@ from gpunet.render.firewall import render_nftables
 from tests.lab.helpers import built_lab, run_in
 from tests.labs import lab_id
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 LAB = lab_id("zw")
 
 

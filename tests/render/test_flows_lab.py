@@ -29,7 +29,7 @@ from tests.lab.helpers import built_lab
 from tests.labs import lab_id as new_lab_id
 from tests.render.rendered import example_plan
 
-pytestmark = pytest.mark.lab
+pytestmark = [pytest.mark.lab, pytest.mark.slow]
 CLOSED_PORT = 1234  # no flow of any example names it
 LISTENER = """
 import socket, sys, threading

@@ -3,20 +3,29 @@ Regenerate after an intended change with GPUNET_UPDATE_GOLDEN=1 and review the d
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
 
 from gpunet.render import TARGETS
-from tests.render.rendered import rendered
+from tests.render.rendered import MANIFEST, actual_manifest, manifest, rendered
 
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "render"
 EXAMPLES = ("scalable-unit", "small-ethernet")
 
 
 def cases() -> list[tuple[str, str]]:
-    return [(name, path) for name in EXAMPLES for path in sorted(rendered(name))]
+    return [(name, path) for name in EXAMPLES for path in manifest()[name]]
+
+
+def test_the_manifest_lists_exactly_what_renders() -> None:
+    """The parametrisation of every render test comes from the manifest: it must be the truth."""
+    actual = actual_manifest()
+    if os.environ.get("GPUNET_UPDATE_GOLDEN"):
+        MANIFEST.write_text(json.dumps(actual, indent=1, sort_keys=True) + "\n")
+    assert manifest() == actual or os.environ.get("GPUNET_UPDATE_GOLDEN")
 
 
 @pytest.mark.parametrize(("example", "path"), cases())

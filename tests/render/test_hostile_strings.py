@@ -154,7 +154,7 @@ def _record(tmp: Path, plan: Plan) -> None:
     read_back(plan, tmp)
 
 
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=80, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 

@@ -14,11 +14,11 @@ import pytest
 from ClusterShell.NodeSet import NodeSet
 
 from tests.render import validators as v
-from tests.render.rendered import files_matching
+from tests.render.rendered import files_matching, text_of
 
 pytestmark = [pytest.mark.lab, pytest.mark.skipif(bool(v.need("slurmctld") or v.need("munged")),
                                                   reason=str(v.need("slurmctld") or v.need("munged")))]
-TOPOLOGIES = [f for f in files_matching("slurm/topology.conf") if "SwitchName=" in f[2]]
+TOPOLOGIES = files_matching("slurm/topology.conf", tag="switches")
 SLURM_CONF = """\
 ClusterName=gpunettest
 {network}
@@ -93,7 +93,7 @@ def _stop(ctl: subprocess.Popen[str], munged_pid: Path) -> None:
         os.kill(int(munged_pid.read_text()), signal.SIGTERM)
 
 
-@pytest.mark.parametrize(("example", "path", "text"), TOPOLOGIES, ids=[f[0] for f in TOPOLOGIES])
+@pytest.mark.parametrize(("example", "path"), TOPOLOGIES, ids=[f[0] for f in TOPOLOGIES])
 def test_slurmctld_loads_the_topology(tmp_path: Path, example: str, path: str, text: str) -> None:
     code, shown = scontrol_topology(tmp_path, text)
     assert code == 0, (tmp_path / "slurmctld.log").read_text()[-2000:]
@@ -103,7 +103,7 @@ def test_slurmctld_loads_the_topology(tmp_path: Path, example: str, path: str, t
 
 
 def test_slurmctld_refuses_a_broken_topology(tmp_path: Path) -> None:
-    broken = TOPOLOGIES[0][2].replace("Nodes=", "Nodez=", 1)
+    broken = text_of(*TOPOLOGIES[0]).replace("Nodes=", "Nodez=", 1)
     code, _ = scontrol_topology(tmp_path, broken)
     assert code != 0
 
@@ -111,13 +111,13 @@ def test_slurmctld_refuses_a_broken_topology(tmp_path: Path) -> None:
 NETWORKS = files_matching("slurm/gpunet-network.conf")
 
 
-@pytest.mark.parametrize(("example", "path", "text"), NETWORKS, ids=[f[0] for f in NETWORKS])
+@pytest.mark.parametrize(("example", "path"), NETWORKS, ids=[f[0] for f in NETWORKS])
 def test_slurmctld_runs_on_the_planned_ports(tmp_path: Path, example: str, path: str, text: str) -> None:
     """The rendered network settings, included from slurm.conf (the controller's name and address
     swapped for this namespace's): slurmctld starts and reports the ports the firewall opens."""
     network = "\n".join(f"SlurmctldHost=gnctl({ADDRESS})" if line.startswith("SlurmctldHost=") else line
                         for line in text.splitlines())
-    code, shown = scontrol_topology(tmp_path, TOPOLOGIES[0][2], network=network, ask="config")
+    code, shown = scontrol_topology(tmp_path, text_of(*TOPOLOGIES[0]), network=network, ask="config")
     assert code == 0, (tmp_path / "slurmctld.log").read_text()[-2000:]
     reported = dict(re.findall(r"^(SlurmctldPort|SlurmdPort|SrunPortRange)\s*=\s*(\S+)", shown, re.MULTILINE))
     assert reported == dict(re.findall(r"^(SlurmctldPort|SlurmdPort|SrunPortRange)=(\S+)", text, re.MULTILINE))

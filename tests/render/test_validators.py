@@ -4,34 +4,25 @@ tool that reads it, and each tool is shown rejecting a deliberately broken file.
 from __future__ import annotations
 
 import os
-from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
 from tests.render import validators as v
-from tests.render.rendered import all_rendered, files_matching
+from tests.render.rendered import by_node, files_matching, node_files, rendered, text_of
 
 root = pytest.mark.lab  # needs root: namespaces, mount namespaces, nft
 
 
-def by_node(suffix: str) -> dict[tuple[str, str], dict[str, str]]:
-    """Rendered files under `suffix`, grouped by (example, node)."""
-    grouped: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
-    for example, path, text in files_matching(suffix):
-        grouped[example, path.split("/")[1]][path] = text
-    return dict(grouped)
-
-
-def ids(cases: list[tuple[str, str, str]]) -> list[str]:
-    return [f"{example}:{path}" for example, path, _ in cases]
+def ids(cases: list[tuple[str, str]]) -> list[str]:
+    return [f"{example}:{path}" for example, path in cases]
 
 
 NETPLAN = files_matching("60-gpunet.yaml")
 
 
 @pytest.mark.skipif(bool(v.need("netplan")), reason=str(v.need("netplan")))
-@pytest.mark.parametrize(("example", "path", "text"), NETPLAN, ids=ids(NETPLAN))
+@pytest.mark.parametrize(("example", "path"), NETPLAN, ids=ids(NETPLAN))
 def test_netplan_generate_accepts(tmp_path: Path, example: str, path: str, text: str) -> None:
     done = v.netplan_generate(tmp_path, text)
     assert done.returncode == 0 and not done.stderr, done.stderr
@@ -40,7 +31,7 @@ def test_netplan_generate_accepts(tmp_path: Path, example: str, path: str, text:
 
 @pytest.mark.skipif(bool(v.need("netplan")), reason=str(v.need("netplan")))
 def test_netplan_rejects_a_broken_file(tmp_path: Path) -> None:
-    broken = NETPLAN[0][2].replace("mtu:", "mtuu:", 1)
+    broken = text_of(*NETPLAN[0]).replace("mtu:", "mtuu:", 1)
     done = v.netplan_generate(tmp_path, broken)
     assert done.returncode != 0 and "mtuu" in done.stderr
 
@@ -49,7 +40,7 @@ NFT = files_matching("gpunet.nft")
 
 
 @root
-@pytest.mark.parametrize(("example", "path", "text"), NFT, ids=ids(NFT))
+@pytest.mark.parametrize(("example", "path"), NFT, ids=ids(NFT))
 def test_nft_check_accepts(example: str, path: str, text: str) -> None:
     with v.netns(f"gnnft{os.getpid()}") as ns:
         done = v.run("ip", "netns", "exec", ns, "nft", "-c", "-f", "-", stdin=text)
@@ -58,7 +49,7 @@ def test_nft_check_accepts(example: str, path: str, text: str) -> None:
 
 @root
 def test_nft_rejects_a_broken_ruleset() -> None:
-    broken = NFT[0][2].replace("tcp dport 22", "tcp dport ssh-ish")
+    broken = text_of(*NFT[0]).replace("tcp dport 22", "tcp dport ssh-ish")
     with v.netns(f"gnnft{os.getpid()}") as ns:
         done = v.run("ip", "netns", "exec", ns, "nft", "-c", "-f", "-", stdin=broken)
     assert done.returncode != 0
@@ -68,7 +59,7 @@ SSHD = files_matching("50-gpunet.conf")
 
 
 @pytest.mark.skipif(bool(v.need("/usr/sbin/sshd")), reason=str(v.need("/usr/sbin/sshd")))
-@pytest.mark.parametrize(("example", "path", "text"), SSHD, ids=ids(SSHD))
+@pytest.mark.parametrize(("example", "path"), SSHD, ids=ids(SSHD))
 def test_sshd_t_accepts(tmp_path: Path, example: str, path: str, text: str) -> None:
     done = v.sshd_check(tmp_path, text)
     assert done.returncode == 0, done.stderr
@@ -76,14 +67,15 @@ def test_sshd_t_accepts(tmp_path: Path, example: str, path: str, text: str) -> N
 
 @pytest.mark.skipif(bool(v.need("/usr/sbin/sshd")), reason=str(v.need("/usr/sbin/sshd")))
 def test_sshd_t_rejects_a_broken_dropin(tmp_path: Path) -> None:
-    done = v.sshd_check(tmp_path, SSHD[0][2].replace("PermitRootLogin prohibit-password", "PermitRootLogin maybe"))
+    broken = text_of(*SSHD[0]).replace("PermitRootLogin prohibit-password", "PermitRootLogin maybe")
+    done = v.sshd_check(tmp_path, broken)
     assert done.returncode != 0 and 'unsupported option "maybe"' in done.stderr
 
 
 SSH_CONFIG = files_matching("admin/ssh_config")
 
 
-@pytest.mark.parametrize(("example", "path", "text"), SSH_CONFIG, ids=ids(SSH_CONFIG))
+@pytest.mark.parametrize(("example", "path"), SSH_CONFIG, ids=ids(SSH_CONFIG))
 def test_ssh_g_reads_the_admin_config(tmp_path: Path, example: str, path: str, text: str) -> None:
     config = tmp_path / "ssh_config"
     config.write_text(text)
@@ -95,25 +87,26 @@ def test_ssh_g_reads_the_admin_config(tmp_path: Path, example: str, path: str, t
 
 def test_ssh_g_rejects_a_broken_config(tmp_path: Path) -> None:
     config = tmp_path / "ssh_config"
-    config.write_text(SSH_CONFIG[0][2] + "    ServerAliveIntervall 30\n")
+    config.write_text(text_of(*SSH_CONFIG[0]) + "    ServerAliveIntervall 30\n")
     assert v.run("ssh", "-G", "-F", str(config), "x").returncode != 0
 
 
-FIREWALLD = sorted(by_node("firewalld/zones/").items())
+FIREWALLD = by_node("firewalld/zones/")
 
 
 @root
 @pytest.mark.skipif(bool(v.need("firewall-offline-cmd")), reason=str(v.need("firewall-offline-cmd")))
-@pytest.mark.parametrize(("where", "zones"), FIREWALLD, ids=[f"{e}:{n}" for (e, n), _ in FIREWALLD])
-def test_firewalld_offline_check_accepts(tmp_path: Path, where: tuple[str, str], zones: dict[str, str]) -> None:
-    done = v.firewalld_check(tmp_path, zones)
+@pytest.mark.parametrize(("example", "node"), FIREWALLD, ids=[f"{e}:{n}" for e, n in FIREWALLD])
+def test_firewalld_offline_check_accepts(tmp_path: Path, example: str, node: str) -> None:
+    done = v.firewalld_check(tmp_path, node_files(example, node, "firewalld/zones/"))
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 @root
 @pytest.mark.skipif(bool(v.need("firewall-offline-cmd")), reason=str(v.need("firewall-offline-cmd")))
 def test_firewalld_rejects_a_broken_zone(tmp_path: Path) -> None:
-    zones = {name: text.replace("<accept/>", "<accept/><bogus/>") for name, text in FIREWALLD[0][1].items()}
+    zones = {name: text.replace("<accept/>", "<accept/><bogus/>")
+             for name, text in node_files(*FIREWALLD[0], "firewalld/zones/").items()}
     done = v.firewalld_check(tmp_path, zones)
     assert done.returncode != 0 and "bogus" in done.stdout + done.stderr
 
@@ -122,7 +115,7 @@ SYSCTL_NET = files_matching("90-gpunet-net.conf")
 
 
 @root
-@pytest.mark.parametrize(("example", "path", "text"), SYSCTL_NET, ids=ids(SYSCTL_NET))
+@pytest.mark.parametrize(("example", "path"), SYSCTL_NET, ids=ids(SYSCTL_NET))
 def test_sysctl_p_applies_in_a_fresh_namespace(tmp_path: Path, example: str, path: str, text: str) -> None:
     conf = tmp_path / "90-gpunet-net.conf"
     conf.write_text(text)
@@ -136,12 +129,12 @@ def test_sysctl_p_applies_in_a_fresh_namespace(tmp_path: Path, example: str, pat
 @root
 def test_sysctl_p_rejects_a_broken_file(tmp_path: Path) -> None:
     conf = tmp_path / "bad.conf"
-    conf.write_text(SYSCTL_NET[0][2] + "net.ipv4.tcp_rmemm = 1\n")
+    conf.write_text(text_of(*SYSCTL_NET[0]) + "net.ipv4.tcp_rmemm = 1\n")
     with v.netns(f"gnsys{os.getpid()}") as ns:
         assert v.run("ip", "netns", "exec", ns, "sysctl", "-p", str(conf)).returncode != 0
 
 
-@pytest.mark.parametrize(("example", "path", "text"), files_matching("91-gpunet-host.conf")[:1])
+@pytest.mark.parametrize(("example", "path"), files_matching("91-gpunet-host.conf")[:1])
 def test_host_wide_sysctl_keys_exist(example: str, path: str, text: str) -> None:
     """Keys outside network namespaces are checked against this kernel, read-only (never set)."""
     keys = [line.split("=")[0].strip() for line in text.splitlines() if "=" in line and not line.startswith("#")]
@@ -153,7 +146,7 @@ def test_host_wide_sysctl_keys_exist(example: str, path: str, text: str) -> None
 NCCL = files_matching("nccl.env")
 
 
-@pytest.mark.parametrize(("example", "path", "text"), NCCL, ids=ids(NCCL))
+@pytest.mark.parametrize(("example", "path"), NCCL, ids=ids(NCCL))
 def test_nccl_env_is_valid_bash_and_sets_what_it_says(tmp_path: Path, example: str, path: str, text: str) -> None:
     env_file = tmp_path / "nccl.env"
     env_file.write_text(text)
@@ -170,31 +163,33 @@ def test_bash_n_rejects_a_broken_env_file(tmp_path: Path) -> None:
     assert v.run("bash", "-n", str(env_file)).returncode != 0
 
 
-NM = sorted(by_node("NetworkManager/system-connections/").items())
+NM = by_node("NetworkManager/system-connections/")
 
 
 @pytest.mark.skipif(bool(v.nm_available()), reason=str(v.nm_available()))
-@pytest.mark.parametrize(("where", "keyfiles"), NM, ids=[f"{e}:{n}" for (e, n), _ in NM])
-def test_libnm_reads_and_verifies_keyfiles(tmp_path: Path, where: tuple[str, str], keyfiles: dict[str, str]) -> None:
-    done = v.nm_check(tmp_path, keyfiles)
+@pytest.mark.parametrize(("example", "node"), NM, ids=[f"{e}:{n}" for e, n in NM])
+def test_libnm_reads_and_verifies_keyfiles(tmp_path: Path, example: str, node: str) -> None:
+    done = v.nm_check(tmp_path, node_files(example, node, "NetworkManager/system-connections/"))
     assert done.returncode == 0, done.stdout
 
 
 @pytest.mark.skipif(bool(v.nm_available()), reason=str(v.nm_available()))
 def test_libnm_rejects_a_broken_keyfile(tmp_path: Path) -> None:
-    name, text = next((k, t) for k, t in NM[0][1].items() if "type=ethernet" in t)
+    keyfiles = node_files(*NM[0], "NetworkManager/system-connections/")
+    name, text = next((k, t) for k, t in keyfiles.items() if "type=ethernet" in t)
     done = v.nm_check(tmp_path, {name: text.replace("type=ethernet", "type=vlan")})
     assert done.returncode != 0
 
 
-ANSIBLE = sorted({example for example, _, _ in files_matching("ansible/site.yml")})
+ANSIBLE = sorted({example for example, _ in files_matching("ansible/site.yml")})
 
 
 def ansible_dir(tmp_path: Path, example: str) -> Path:
     target = tmp_path / "ansible"
     target.mkdir()
-    for _, path, text in [f for f in all_rendered() if f[0] == example and "/ansible/" in f[1]]:
-        (target / Path(path).name).write_text(text)
+    for path, text in rendered(example).items():
+        if "/ansible/" in path:
+            (target / Path(path).name).write_text(text)
     return target
 
 
@@ -221,7 +216,7 @@ CHRONY = files_matching("chrony/conf.d/gpunet.conf")
 
 
 @pytest.mark.skipif(bool(v.need("chronyd")), reason=str(v.need("chronyd")))
-@pytest.mark.parametrize(("example", "path", "text"), CHRONY, ids=ids(CHRONY))
+@pytest.mark.parametrize(("example", "path"), CHRONY, ids=ids(CHRONY))
 def test_chronyd_reads_the_sources(tmp_path: Path, example: str, path: str, text: str) -> None:
     (tmp_path / "chrony.conf").write_text(text)
     done = v.run("chronyd", "-p", "-f", str(tmp_path / "chrony.conf"))  # -p: print the configuration and exit

@@ -1,43 +1,23 @@
 """`gpunet apply`: the rendered configuration pushed to nodes with a backup, verification against
 the Plan, a confirmation over a new SSH connection, and an automatic revert by a guard on the node
-that does not depend on the SSH session (see rollout.py and agent.py)."""
+that does not depend on the SSH session (see rollout.py, and gpunet.node for the agent)."""
 
 from __future__ import annotations
 
 import difflib
-from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from ClusterShell.NodeSet import NodeSet
 
-from gpunet import api
-from gpunet.apply.agent import ROOT_MARK
-from gpunet.apply.manifest import Where, node_manifest
-from gpunet.apply.remote import Remote, Reply, agent_argv, call, key_only, status_of
+from gpunet.apply.manifest import node_manifest
+from gpunet.apply.remote import Remote, Reply, agent_argv, call, status_of
 from gpunet.apply.rollout import ApplyOptions, ApplyReport, apply_rollout
 from gpunet.errors import UsageError
-from gpunet.lab.state import lab_dir
 from gpunet.model.base import Frozen
 from gpunet.model.plan import Plan
+from gpunet.node.contract import ROOT_MARK
 
-__all__ = ["ApplyOptions", "ApplyReport", "NodeDryRun", "Remote", "apply_rollout", "dry_run", "reach", "rollback",
-           "status"]
-
-
-def reach(*, lab: str | None, plan_path: Path | None, user: str | None = None, key: Path | None = None,
-          fanout: int = 64, connect_timeout: float = 10) -> tuple[Plan, Remote]:
-    """The plan to apply and how to reach its nodes: a lab's servers over real SSH with the lab's
-    plan (lab addresses), or real nodes at their management addresses."""
-    if lab:
-        runner = replace(api.fleet_runner(ssh_lab=lab, fanout=fanout), connect_timeout=connect_timeout)
-        directory = lab_dir(lab)
-        return api.load_plan(directory / "plan.json"), Remote.for_lab(runner, directory)
-    if plan_path is None:
-        raise UsageError("give --plan (the plan.json to apply) or --lab")
-    runner = api.fleet_runner(plan=plan_path, user=user, key=key, fanout=fanout)
-    return api.load_plan(plan_path), Remote(runner=key_only(replace(runner, connect_timeout=connect_timeout)),
-                                          where=Where())
+__all__ = ["ApplyOptions", "ApplyReport", "NodeDryRun", "Remote", "apply_rollout", "dry_run", "rollback", "status"]
 
 
 def status(remote: Remote, nodes: NodeSet) -> dict[str, Reply]:

@@ -7,15 +7,13 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-from gpunet.apply.agent import ROOT_MARK
 from gpunet.errors import UsageError
-from gpunet.lab.sshd import servers_root, sshd_pid_file
 from gpunet.model.plan import Node, Plan
+from gpunet.node.contract import ROOT_MARK
 from gpunet.render import NODE_RENDERERS, netplan, sysctl
 from gpunet.render.firewall import NFT_PATH
 
@@ -31,19 +29,17 @@ Action = dict[str, Any]
 class Where:
     """Where the node is: a real node (its own tools) or a lab server (the lab's stand-ins).
 
-    In a lab (`lab_dir`), a server's files live in its own tree (`lab_root/<node>`), netplan is
-    applied as `ip` commands (no systemd-networkd in a namespace), only per-namespace sysctls are
-    set, and sshd is the server's own, reloaded by its pid file."""
+    In a lab (`lab_root`, from gpunet.reach), a server's files live in its own tree
+    (`lab_root/<node>`), netplan is applied as `ip` commands (no systemd-networkd in a namespace),
+    only per-namespace sysctls are set, and sshd is the server's own, reloaded by its pid file in
+    `sshd_pid_dir`."""
 
-    lab_dir: str | None = None
+    lab_root: str | None = None
+    sshd_pid_dir: str | None = None
 
     @property
     def lab(self) -> bool:
-        return self.lab_dir is not None
-
-    @property
-    def lab_root(self) -> str | None:
-        return str(servers_root(Path(self.lab_dir))) if self.lab_dir else None
+        return self.lab_root is not None
 
 
 def node_manifest(plan: Plan, node: Node, targets: tuple[str, ...], where: Where, *, txid: str, token: str,
@@ -122,9 +118,9 @@ def _nftables(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]
 def _sshd(files: dict[str, str], node: Node, where: Where) -> dict[str, Any]:
     # Reloaded, or started again where it died: an sshd bound to an address the change removed
     # exits on reload, and the revert that puts the address back must bring it back too.
-    if where.lab_dir:
+    if where.sshd_pid_dir:
         reload = _run("sh", "-c", 'pkill -HUP -F "$1" 2>/dev/null || exec /usr/sbin/sshd', "sh",
-                      str(sshd_pid_file(Path(where.lab_dir), node.name)))
+                      f"{where.sshd_pid_dir}/{node.name}.sshd.pid")
     else:
         reload = _run("sh", "-c", "systemctl reload-or-restart ssh 2>/dev/null || systemctl reload-or-restart sshd")
     # `sshd -t` reads the whole configuration with the new drop-in: a typo never reaches sshd.

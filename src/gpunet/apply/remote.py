@@ -7,16 +7,15 @@ import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-from gpunet.apply import agent
 from gpunet.apply.manifest import Where
 from gpunet.fleet import ClusterShellRunner, NodeOutcome
 from gpunet.fleet.steps import run_each
 from gpunet.fleet.transfer import why
+from gpunet.node.bundle import agent_script
 
-AGENT_SOURCE = Path(agent.__file__).read_text()
+AGENT_SOURCE = agent_script()  # the gpunet.node package as one script
 # Every apply connection logs in by key or not at all: a node reached proves the admin's key works
 # there, so a keys-only sshd cannot lock the admin out of it.
 KEY_ONLY = ("-o", "PreferredAuthentications=publickey", "-o", "PasswordAuthentication=no",
@@ -36,9 +35,8 @@ class Remote:
     stage: str = REAL_STAGE
 
     @classmethod
-    def for_lab(cls, runner: ClusterShellRunner, directory: Path) -> Remote:
+    def for_lab(cls, runner: ClusterShellRunner, where: Where) -> Remote:
         """A lab's servers share this machine's files: its Python and gpunet run there too."""
-        where = Where(lab_dir=str(directory))
         return cls(runner=key_only(runner), where=where, python=(sys.executable,),
                    gpunet=(sys.executable, "-m", "gpunet"), stage=f"{where.lab_root}/incoming")
 

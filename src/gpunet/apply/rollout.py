@@ -32,7 +32,6 @@ from typing import Any, Literal
 
 from ClusterShell.NodeSet import NodeSet
 
-from gpunet.apply import agent
 from gpunet.apply.manifest import node_manifest
 from gpunet.apply.remote import AGENT_SOURCE, Remote, Reply, agent_argv, call, status_of
 from gpunet.errors import UsageError
@@ -41,6 +40,7 @@ from gpunet.fleet.steps import run_each
 from gpunet.fleet.transfer import copy_to, why
 from gpunet.model.base import Frozen
 from gpunet.model.plan import Plan
+from gpunet.node.contract import FINAL
 
 Outcome = Literal["applied", "reverted", "refused", "unreachable", "lost", "revert-failed", "not-started"]
 CHANGED_NOTHING = ("refused", "unreachable", "not-started")
@@ -271,7 +271,7 @@ class BatchRun:
         while time.monotonic() < deadline and misses < SILENT_AFTER:
             reply = status_of(quick, [node], timeout=10)[node]
             state = reply.data.get("state") if reply.ok and reply.data.get("txid") == self.txid else None
-            if state in agent.FINAL:
+            if state in FINAL:
                 self._end_from(node, reply)
                 return
             if state == "applied":
@@ -313,7 +313,7 @@ class BatchRun:
             if reply.ok and reply.data.get("txid") != self.txid:
                 self._end(node, "unreachable", "untouched", "`begin` never reached the node", ssh_after=True)
                 return
-            if reply.ok and reply.data.get("state") in agent.FINAL:
+            if reply.ok and reply.data.get("state") in FINAL:
                 self._end_from(node, reply)
                 return
             time.sleep(POLL_S * 3)

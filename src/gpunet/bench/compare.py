@@ -14,10 +14,10 @@ from pydantic_core import ErrorDetails
 
 from gpunet.bench.store import Measurement, load_run
 from gpunet.errors import SpecError, SpecProblem, UsageError
+from gpunet.files.yamldoc import read_document
 from gpunet.model.base import Frozen
 from gpunet.model.spec import PlaneName
 from gpunet.spec.loader import parse_yaml_document, real_errors
-from gpunet.files.yamldoc import read_document
 
 Verdict = Literal["ok", "warn", "fail", "new", "missing", "inconclusive"]
 FAILING: tuple[Verdict, ...] = ("fail", "missing")  # a pair gone from the current run fails like a regression

@@ -11,42 +11,26 @@ import typer
 from rich.table import Table
 
 from gpunet.cli.console import cell, print_table, stderr, stdout
-from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
-from gpunet.cli.fleet_options import ConnectTimeoutOpt, FanoutOpt, JsonOpt, KeyOpt, NodesArg, UserOpt
+from gpunet.cli.errors import EXIT_FINDINGS, handles_errors, outcome_code
+from gpunet.cli.options import ConnectTimeoutOpt, FanoutOpt, JsonOpt, KeyOpt, LabSshOpt, NodesArg, PlanOpt, UserOpt
 from gpunet.model.nodeset import fold
 
 if TYPE_CHECKING:
-    from ClusterShell.NodeSet import NodeSet
-
-    from gpunet.apply import ApplyReport, NodeDryRun, Remote
-    from gpunet.apply.remote import Reply
-    from gpunet.model.plan import Plan
+    from gpunet.api.apply import ApplyReport, NodeDryRun, Reply
 
 app = typer.Typer(no_args_is_help=True, help="Push the rendered configuration with a backup, verification "
                                               "against the Plan and an automatic revert unless confirmed.")
 
-LabOpt = Annotated[str | None, typer.Option("--lab", help="This lab's servers (over SSH, with the lab's plan).")]
-PlanOpt = Annotated[Path | None, typer.Option("--plan", help="The plan.json to apply (nodes reached at their "
-                                                            "management addresses).")]
 TargetOpt = Annotated[list[str] | None, typer.Option(
-    "--target", "-t", help="Render target to apply (repeat): netplan, networkmanager, sysctl, nftables, sshd, "
-                           "hosts, nccl, ntp. Default: netplan, sysctl, nftables, sshd.")]
-
-
-def _reach(nodes: str, lab: str | None, plan: Path | None, user: str | None, key: Path | None, fanout: int,
-           connect_timeout: float) -> tuple[Plan, Remote, NodeSet]:
-    from gpunet import api
-    from gpunet.apply import reach
-
-    plan_model, remote = reach(lab=lab, plan_path=plan, user=user, key=key, fanout=fanout,
-                               connect_timeout=connect_timeout)
-    return plan_model, remote, api.fleet_nodes(nodes, plan=plan, lab=lab)
+    "--target", "-t", help="Render targets to apply, comma-separated or repeated as `render --target` takes them: "
+                           "netplan, networkmanager, sysctl, nftables, sshd, hosts, nccl, ntp. Default: netplan, "
+                           "sysctl, nftables, sshd.")]
 
 
 @app.command("run")
 @handles_errors
 def run(
-    nodes: NodesArg, lab: LabOpt = None, plan: PlanOpt = None, target: TargetOpt = None,
+    nodes: NodesArg, lab: LabSshOpt = None, plan: PlanOpt = None, target: TargetOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds each node waits for its confirmation "
                                                              "before its guard reverts it.")] = 120,
     canary: Annotated[int, typer.Option("--canary", help="Nodes in the first batch.")] = 1,
@@ -61,23 +45,25 @@ def run(
     """Back up, write, apply, verify with the doctor, confirm over a new SSH connection; revert otherwise.
 
     Canary first, then batches; stops once more than --max-fail nodes failed. Exit 1 unless every
-    node ended on the new configuration."""
-    from gpunet.apply import ApplyOptions, apply_rollout
-    from gpunet.apply import dry_run as preview
-    from gpunet.apply.manifest import DEFAULT_TARGETS
+    node ended on the new configuration (3 when the ones that did not could not be reached)."""
+    from gpunet.api import apply as applying
 
-    plan_model, remote, wanted = _reach(nodes, lab, plan, user, key, fanout, connect_timeout)
-    targets = tuple(target or DEFAULT_TARGETS)
+    plan_model, remote, reached = applying.reach(lab=lab, plan=plan, user=user, key=key, fanout=fanout,
+                                                 connect_timeout=connect_timeout)
+    wanted = reached.nodes(nodes)
+    targets = applying.targets_of(",".join(target or []))
     if dry_run:
-        _print_dry_run(preview(plan_model, wanted, remote, targets), as_json)
+        _print_dry_run(applying.dry_run(plan_model, wanted, remote, targets), as_json)
         return
-    options = ApplyOptions(targets=targets, timeout_s=timeout, canary=canary, batch=batch, max_fail=max_fail)
+    options = applying.ApplyOptions(targets=targets, timeout_s=timeout, canary=canary, batch=batch,
+                                    max_fail=max_fail)
     with stderr.status("applying…", spinner="dots") as spinner:
-        report = apply_rollout(plan_model, wanted, remote, options,
-                               progress=lambda step, done, total: spinner.update(f"{step} ({done}/{total} done)"))
+        report = applying.run(plan_model, wanted, remote, options,
+                              progress=lambda step, done, total: spinner.update(f"{step} ({done}/{total} done)"))
     _print_report(report, as_json)
-    if report.failed:
-        raise typer.Exit(EXIT_CHECKS_FAILED)
+    unreached = [n for n in report.nodes if n.outcome == "unreachable"]
+    others = [n for n in report.nodes if n.outcome not in ("applied", "unreachable")]
+    raise typer.Exit(outcome_code(findings=bool(others), unjudged=bool(unreached)))
 
 
 def _print_report(report: ApplyReport, as_json: bool) -> None:
@@ -119,27 +105,31 @@ def _print_dry_run(results: list[NodeDryRun], as_json: bool) -> None:
 
 @app.command("status")
 @handles_errors
-def status(nodes: NodesArg, lab: LabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
+def status(nodes: NodesArg, lab: LabSshOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
            fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10, as_json: JsonOpt = False) -> None:
     """How each node's last apply ended: on the new or the old configuration, and why.
 
     A transaction found interrupted with nobody looking after it (its guard killed, the node
     restarted) is reverted first, and said so."""
-    from gpunet.apply import status as node_status
+    from gpunet.api import apply as applying
 
-    _, remote, wanted = _reach(nodes, lab, plan, user, key, fanout, connect_timeout)
-    _print_states(node_status(remote, wanted), as_json)
+    _, remote, reached = applying.reach(lab=lab, plan=plan, user=user, key=key, fanout=fanout,
+                                        connect_timeout=connect_timeout)
+    wanted = reached.nodes(nodes)
+    _print_states(applying.status(remote, wanted), as_json)
 
 
 @app.command("rollback")
 @handles_errors
-def rollback(nodes: NodesArg, lab: LabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
+def rollback(nodes: NodesArg, lab: LabSshOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
              fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10, as_json: JsonOpt = False) -> None:
     """Revert, now, the apply each node is waiting to have confirmed (a confirmed one stays)."""
-    from gpunet.apply import rollback as node_rollback
+    from gpunet.api import apply as applying
 
-    _, remote, wanted = _reach(nodes, lab, plan, user, key, fanout, connect_timeout)
-    _print_states(node_rollback(remote, wanted), as_json)
+    _, remote, reached = applying.reach(lab=lab, plan=plan, user=user, key=key, fanout=fanout,
+                                        connect_timeout=connect_timeout)
+    wanted = reached.nodes(nodes)
+    _print_states(applying.rollback(remote, wanted), as_json)
 
 
 def _print_states(replies: dict[str, Reply], as_json: bool) -> None:
@@ -159,7 +149,9 @@ def _print_states(replies: dict[str, Reply], as_json: bool) -> None:
             table.add_row(cell(fold(names)), *(cell(c) for c in row))
         print_table(table)
     if any(not r.ok or r.data.get("state") == "revert-failed" for r in replies.values()):
-        raise typer.Exit(EXIT_CHECKS_FAILED)
+        raise typer.Exit(outcome_code(findings=any(r.reached and (not r.ok or r.data.get("state") == "revert-failed")
+                                                   for r in replies.values()),
+                                      unjudged=any(not r.reached for r in replies.values())))
 
 
 @app.command("install-key")
@@ -167,21 +159,17 @@ def _print_states(replies: dict[str, Reply], as_json: bool) -> None:
 def install_key(
     nodes: NodesArg,
     pubkey: Annotated[Path, typer.Option("--pubkey", help="The admin's public key.")] = Path("~/.ssh/id_ed25519.pub"),
-    plan: PlanOpt = None, user: UserOpt = None,
+    plan: PlanOpt = None, user: UserOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Put the admin's public key on nodes that still take a password (asked per node, as ssh-copy-id).
 
     Run it before applying the keys-only sshd: apply refuses a node the key does not log in to."""
-    from gpunet import api
-    from gpunet.apply.keys import install_key_on, read_public_key
+    from gpunet.api import apply as applying
 
-    key_line = read_public_key(pubkey.expanduser())
-    addresses = api.management_addresses(plan) if plan else {}
-    failed = []
-    for node in api.fleet_nodes(nodes, plan=plan):
-        stderr.print(f"{node}: installing {pubkey} (ssh asks for the password)", highlight=False)
-        if not install_key_on(addresses.get(node, node), key_line, user):
-            failed.append(node)
+    failed = applying.install_key(nodes, pubkey, plan=plan, user=user, before_each=lambda node: stderr.print(
+        f"{node}: installing {pubkey} (ssh asks for the password)", highlight=False))
+    if as_json:
+        print(json.dumps({"failed": failed}))
     if failed:
         stderr.print(f"[red]not installed[/red] on {fold(failed)}", highlight=False)
-        raise typer.Exit(EXIT_CHECKS_FAILED)
+        raise typer.Exit(EXIT_FINDINGS)

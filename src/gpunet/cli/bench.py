@@ -18,25 +18,28 @@ from rich.markup import escape
 from rich.progress import Progress
 from rich.table import Table
 
-from gpunet import api
-from gpunet.bench import PATTERNS
-from gpunet.bench.compare import FAILING, Comparison, compare_runs
-from gpunet.bench.heatmap import cells_of, percent_matrix, write_png
-from gpunet.bench.launch import TOOLS
-from gpunet.bench.run import Progress as RoundProgress
-from gpunet.bench.store import (
-    CellColumns,
+from gpunet.api import bench
+from gpunet.api.bench import (
+    FAILING,
+    PATTERNS,
+    TOOLS,
+    BenchRun,
+    Comparison,
     Measurement,
+    cells_of,
+    compare_runs,
     default_db,
     history,
     load_cells,
     load_run,
+    percent_matrix,
     run_info,
     worst,
 )
 from gpunet.cli.console import cell, print_table, stderr, stdout
-from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
-from gpunet.errors import CommandError, UsageError
+from gpunet.cli.errors import EXIT_FINDINGS, handles_errors
+from gpunet.cli.options import JsonOpt, LabExecOpt, OptionalNodesArg, PlanOpt
+from gpunet.errors import UsageError
 
 app = typer.Typer(help="Measure the fabric against the Plan (iperf3, perftest, nccl-tests), keep the history.",
                   no_args_is_help=True)
@@ -56,11 +59,10 @@ INCONCLUSIVE_MARK = "?"  # after a matrix cell's number: piped, without colours,
 @app.command(name="run")
 @handles_errors
 def run_(
-    plan: Annotated[Path | None, typer.Argument(help="plan.json or spec (not with --lab).")] = None,
+    nodes: OptionalNodesArg = None,
+    plan: PlanOpt = None,
+    lab: LabExecOpt = None,
     pattern: Annotated[str, typer.Option(help=f"One of {', '.join(PATTERNS)}.")] = "all-pairs",
-    lab: Annotated[str | None, typer.Option("--lab", help="Measure this lab (its own plan and shaping).")] = None,
-    nodes: Annotated[str | None, typer.Option("--nodes", help="NodeSet to include (default: all on the plane).")]
-    = None,
     plane: Annotated[str, typer.Option(help="Plane to measure.")] = "compute",
     duration: Annotated[int, typer.Option(help="Seconds per measurement.", min=1)] = 3,
     tool: Annotated[str, typer.Option(help=f"One of {', '.join(TOOLS)}.")] = "iperf3",
@@ -79,20 +81,22 @@ def run_(
                                          "closed laptop or a dropped SSH session does not end it; `gpunet fleet "
                                          "status|logs|attach NAME` come back to it. Rounds are stored as they end.")]
     = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
-    """The tool over every pair of the pattern, round by round; flags pairs below 85 % of expected,
-    and calls inconclusive a pair measured while an end's CPU was saturated. With --tool nccl, one
-    nccl-tests job over the nodes (judged by its check; compare runs for speed)."""
+    """The tool over every pair of the pattern among NODES (default: all on the plane), round by
+    round; flags pairs below 85 % of expected, and calls inconclusive a pair measured while an end's
+    CPU was saturated. With --tool nccl, one nccl-tests job over the nodes (judged by its check;
+    compare runs for speed). In a lab (--lab), iperf3 runs inside its servers' namespaces."""
+    nodes, plan = _old_positional_plan(nodes, plan)
     db = db or default_db()
     if detach is not None:
         _detach(detach, db, as_json)
         return
+    wanted = BenchRun(pattern=pattern, plane=plane, nodes=nodes, seconds=duration, tool=tool, nccl_test=nccl_test,
+                      launcher=launcher, congestion=None if congestion == "system" else congestion,
+                      retry_inconclusive=retry_inconclusive)
     with _progress(pattern) as progress:
-        run_id, results = api.bench(plan_source=plan, lab=lab, pattern=pattern, plane=plane, nodes=nodes,
-                                    seconds=duration, db=db, tool=tool, nccl_test=nccl_test, launcher=launcher,
-                                    congestion=None if congestion == "system" else congestion,
-                                    progress=progress, retry_inconclusive=retry_inconclusive)
+        run_id, results = bench.run(wanted, plan=plan, lab=lab, db=db, progress=progress)
     retried = [m for m in results if m.attempts > 1]
     still = sum(m.status == "inconclusive" for m in retried)
     if as_json:
@@ -105,24 +109,26 @@ def run_(
                          "inconclusive", soft_wrap=True)
         stdout.print(cell(f"run {run_id} saved in {db}"), soft_wrap=True)
     if png is not None and tool != "nccl":
-        _heat_map(db, run_id, cells_of(results), png)
+        bench.heat_map(db, run_id, cells_of(results), png)
+        stderr.print(f"heat map written to {png}")
     if any(m.status != "ok" for m in results):
-        raise typer.Exit(EXIT_CHECKS_FAILED)
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def _old_positional_plan(nodes: str | None, plan: Path | None) -> tuple[str | None, Path | None]:
+    """`bench run PLAN` (before NODES took that place): a plan or spec file named there is read as
+    --plan for one more release, and said."""
+    if nodes is None or plan is not None or not nodes.endswith((".json", ".yaml", ".yml")) or not Path(nodes).is_file():
+        return nodes, plan
+    print(f"gpunet: `bench run {nodes}` is deprecated, use `bench run --plan {nodes}` (the old spelling goes in 0.3)",
+          file=sys.stderr)
+    return None, Path(nodes)
 
 
 def _detach(name: str, db: Path, as_json: bool) -> None:
     """This same command line, less --detach, started detached in this directory with the database
     named (so it is the one this user's later `bench history` reads)."""
-    from gpunet.fleet.runs import detach_here
-
-    argv = _without_detach(sys.argv[1:])
-    # The script is constant; the directory and the command line are its arguments, never parsed as shell.
-    command = ["sh", "-c", 'cd -- "$1" && shift && exec "$@"', "sh", str(Path.cwd()), sys.executable, "-m", "gpunet",
-               *argv, "--db", str(db.resolve())]
-    run = detach_here(name, command)
-    if run.failed_to_start:
-        state = run.states[run.failed_to_start[0]]
-        raise CommandError("bench run --detach", 1, state.error or state.output or state.state)
+    run = bench.detach(name, sys.argv[1:], db)
     if as_json:
         print(run.model_dump_json(indent=1))
         return
@@ -130,21 +136,8 @@ def _detach(name: str, db: Path, as_json: bool) -> None:
                       f"--follow · results in {db}"), soft_wrap=True)
 
 
-def _without_detach(argv: list[str]) -> list[str]:
-    """argv less `--detach NAME` / `--detach=NAME` and `--json` (the detached run's output is its log)."""
-    kept, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg == "--detach":
-            skip = True
-        elif not arg.startswith("--detach=") and arg != "--json":
-            kept.append(arg)
-    return kept
-
-
 @contextmanager
-def _progress(pattern: str) -> Iterator[RoundProgress]:
+def _progress(pattern: str) -> Iterator[bench.Progress]:
     """A progress bar on a terminal; plain lines on stderr otherwise (a log shows how far it got)."""
     if not stderr.is_terminal:
         yield lambda done, total, what: print(what, file=sys.stderr, flush=True)
@@ -222,20 +215,13 @@ def _rows(results: list[Measurement]) -> list[dict[str, object]]:
             for m in results]
 
 
-def _heat_map(db: Path, run_id: int, cells: CellColumns, png: Path) -> None:
-    info = run_info(db, run_id)
-    title = f"run {run_id}" + (f" · {info.tool} · {info.pattern}" if info else "")
-    write_png(cells, png, title)
-    stderr.print(f"heat map written to {png}")
-
-
 @app.command(name="show")
 @handles_errors
 def show(
     run: Annotated[int, typer.Argument(help="Run id (see `gpunet bench history`).")],
     db: DbOpt = None,
     png: PngOpt = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """A stored run's matrix again (% of expected per pair), optionally as a heat-map PNG."""
     db = db or default_db()
@@ -246,7 +232,8 @@ def show(
     if png is not None and info.pattern == "job":
         raise UsageError(f"run {run} is one nccl-tests job, not pairs: there is no matrix to draw")
     if png is not None:
-        _heat_map(db, run, load_cells(db, run), png)
+        bench.heat_map(db, run, load_cells(db, run), png)
+        stderr.print(f"heat map written to {png}")
     if as_json:
         print(json.dumps({"run": info.model_dump(), "measurements": _rows(load_run(db, run)[1])}, indent=1))
         return
@@ -267,7 +254,7 @@ def compare(
     db: DbOpt = None,
     rules: Annotated[Path | None, typer.Option("--rules", help="YAML rules (default: warn 5 % below the "
                                                "baseline, fail 10 % below; latency 10 % / 20 % above).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Each pair's variance, (current − baseline) / baseline, and its verdict; exits 1 on any fail
     or missing pair. A pair measured with a saturated end is inconclusive: shown, not judged."""
@@ -277,7 +264,7 @@ def compare(
     else:
         _print_comparison(rows)
     if any(r.verdict in FAILING for r in rows):
-        raise typer.Exit(EXIT_CHECKS_FAILED)
+        raise typer.Exit(EXIT_FINDINGS)
 
 
 def _print_comparison(rows: list[Comparison]) -> None:
@@ -306,7 +293,7 @@ def _text(value: float | None) -> str:
 @app.command(name="history")
 @handles_errors
 def history_(db: DbOpt = None, limit: int = 20,
-             as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+             as_json: JsonOpt = False) -> None:
     """Earlier runs, newest first, with how many pairs were flagged (low or failed) or inconclusive."""
     runs = history(db or default_db(), limit)
     if as_json:

@@ -10,11 +10,10 @@ import typer
 from rich import box
 from rich.table import Table
 
-from gpunet import api
+from gpunet.api.fabric import CablingReport, CablingSource, cabling_check
 from gpunet.cli.console import cell, print_table, stderr, stdout
-from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
-from gpunet.fabric.cabling import CablingReport
-from gpunet.fabric.check import Source, cabling_check
+from gpunet.cli.errors import EXIT_FINDINGS, handles_errors
+from gpunet.cli.options import IbsimOpt, JsonOpt, KeyOpt, LabExecOpt, OptionalNodesArg, PlanOpt, UserOpt
 from gpunet.model.nodeset import describe
 
 app = typer.Typer(help="Check every cable against the plan with what the fabric reports (LLDP, ibnetdiscover).",
@@ -25,38 +24,36 @@ COLOURS = {"ok": "green", "unchecked": "dim", "unknown": "yellow"}
 @app.command()
 @handles_errors
 def check(
-    plan: Annotated[Path | None, typer.Option("--plan", help="plan.json or spec the cables are checked against "
-                                                            "(a lab or ibsim brings its own).")] = None,
-    lab: Annotated[str | None, typer.Option("--lab", help="LLDP of every server and switch of this lab.")] = None,
-    nodes: Annotated[str | None, typer.Option("--nodes", help="LLDP of these nodes (NodeSet) over SSH, at their "
-                                                            "management addresses from --plan.")] = None,
+    nodes: OptionalNodesArg = None,
+    plan: PlanOpt = None,
+    lab: LabExecOpt = None,
     lldp_dir: Annotated[Path | None, typer.Option("--lldp-dir", help="Saved `lldpcli -f json show neighbors` "
                                                                      "outputs, one file per device (gpu001.json).")]
     = None,
     ibnetdiscover: Annotated[Path | None, typer.Option("--ibnetdiscover", help="A saved ibnetdiscover output.")]
     = None,
-    ibsim: Annotated[str | None, typer.Option("--ibsim", help="ibnetdiscover on this simulated fabric.")] = None,
+    ibsim: IbsimOpt = None,
     ib_here: Annotated[bool, typer.Option("--ib-here", help="Run ibnetdiscover on this host.")] = False,
     planes: Annotated[list[str] | None, typer.Option("--plane", help="Check this plane (repeat); default: every "
                                                                     "plane the source can see, oob left out.")]
     = None,
-    user: Annotated[str | None, typer.Option("--user", help="With --nodes: SSH user.")] = None,
-    key: Annotated[Path | None, typer.Option("--key", help="With --nodes: SSH private key.")] = None,
+    user: UserOpt = None,
+    key: KeyOpt = None,
     show_all: Annotated[bool, typer.Option("--all", help="List every cable, not only findings.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Each planned cable: ok, missing, miswired, swapped, wrong speed or width; links nobody planned.
-    Exit 1 on any finding, 2 on bad input."""
-    source = Source(lab=lab, nodes=nodes, lldp_dir=lldp_dir, ibnetdiscover=ibnetdiscover, ibsim=ibsim,
-                    ib_here=ib_here)
-    runner = api.fleet_runner(plan=plan, user=user, key=key) if nodes else None
-    report = cabling_check(source, api.load_plan(plan) if plan else None, planes or [], runner)
+    One source: a lab (--lab), NODES' lldpd over SSH (with --plan), saved outputs, an ibsim, or
+    ibnetdiscover here. Exit 1 on any finding, 2 on bad input."""
+    source = CablingSource(lab=lab, nodes=nodes, lldp_dir=lldp_dir, ibnetdiscover=ibnetdiscover, ibsim=ibsim,
+                           ib_here=ib_here)
+    report = cabling_check(source, plan, planes or [], user=user, key=key)
     if as_json:
         print(report.model_dump_json(indent=1))
     else:
         _print(report, show_all)
     if report.findings:
-        raise typer.Exit(EXIT_CHECKS_FAILED)
+        raise typer.Exit(EXIT_FINDINGS)
 
 
 def _print(report: CablingReport, show_all: bool) -> None:

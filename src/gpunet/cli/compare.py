@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import Counter
 from pathlib import Path
 from typing import Annotated
 
@@ -13,15 +12,22 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from gpunet.api.compare import (
+    Comparison,
+    Costing,
+    bom_units,
+    compare_designs,
+    example_catalog_text,
+    failures,
+    headroom,
+    money,
+    per_gpu,
+    power,
+    render_markdown,
+)
 from gpunet.cli.console import cell, print_table, stderr, stdout
 from gpunet.cli.errors import handles_errors
-from gpunet.decide.catalog import Catalog, example_catalog_text, load_catalog
-from gpunet.decide.compare import Comparison, money, per_gpu, power, render_markdown
-from gpunet.decide.compare import compare as compare_designs
-from gpunet.decide.cost import Costing
-from gpunet.decide.failures import plan_failures
-from gpunet.decide.growth import plan_headroom
-from gpunet.errors import UsageError
+from gpunet.cli.options import JsonOpt
 from gpunet.model.plan import Plan
 
 CatalogOption = Annotated[Path | None, typer.Option(
@@ -44,31 +50,19 @@ def compare(
     example_catalog: Annotated[bool, typer.Option(
         "--example-catalog", callback=_example_catalog, is_eager=True,
         help="Print the shipped catalog (placeholder numbers, not prices) to start one from, and exit.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON: every figure, and the rows.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Designs side by side per plane: what they are built of, cost and draw, carry, how far they grow
     and what one failure takes away; the rows that differ highlighted."""
-    from gpunet import api
-
     del example_catalog
-    if len(designs) < 2:
-        raise UsageError(f"compare needs two or more designs (specs or plan.json files), got {len(designs)}")
-    parts = load_catalog(catalog) if catalog is not None else None
     with stderr.status("designing and comparing…", spinner="dots"):
-        plans = [(name, api.load_plan(path)) for name, path in zip(_names(designs), designs, strict=True)]
-        result = compare_designs(plans, parts)
+        result = compare_designs(designs, catalog)
     if as_json:
         print(json.dumps(result.model_dump(mode="json"), indent=1))
     elif markdown:
         print(render_markdown(result), end="")
     else:
         _print(result)
-
-
-def _names(paths: list[Path]) -> list[str]:
-    """Each design's column title: its file name without the extension, or the path where two agree."""
-    stems = [p.stem for p in paths]
-    return [stem if stems.count(stem) == 1 else str(path) for stem, path in zip(stems, paths, strict=True)]
 
 
 def _print(result: Comparison) -> None:
@@ -89,31 +83,24 @@ def _print(result: Comparison) -> None:
     print_table(table)
 
 
-def load_plan_catalog(path: Path | None) -> Catalog | None:
-    """`gpunet plan --catalog`: the catalog, read before the design starts (a bad one exits 2 first)."""
-    return load_catalog(path) if path is not None else None
-
-
 def print_decisions(plan: Plan, costing: Costing | None) -> None:
     """`gpunet plan`'s lines below the capacity table: the bill of materials in brief, growth
     headroom, what one failure costs per plane, and with a catalog the cost and power."""
-    units = Counter[str]()
-    for line in plan.bom:
-        units[line.item] += line.count
+    units = bom_units(plan)
     stdout.print(f"bill of materials (bom.csv): {units['switch']:,} switches · {units['nic']:,} NICs · "
                  f"{units['cable']:,} cables and fibers · {units['transceiver']:,} transceivers")
     stdout.print("growth headroom (nodes before a cable moves): " + ", ".join(
-        f"{plane} {'unknown' if n is None else f'{n:,}'}" for plane, n in plan_headroom(plan).items()))
+        f"{plane} {'unknown' if n is None else f'{n:,}'}" for plane, n in headroom(plan).items()))
     table = Table(caption="one element lost, the worst of its kind · pairs: node pairs losing paths (left "
                           "with none)", box=box.SIMPLE_HEAD, pad_edge=False)
     for title in ("plane", "lost", "worst"):
         table.add_column(title, no_wrap=title != "worst", overflow="fold")
     for title in ("cut off", "bisection", "rail", "pairs"):
         table.add_column(title, justify="right", no_wrap=True)
-    for failures in plan_failures(plan):
-        for i in failures.impacts:
+    for plane_failures in failures(plan):
+        for i in plane_failures.impacts:
             rail = "-" if i.rail_lost_pct is None else f"−{i.rail_lost_pct:.3g}%"
-            table.add_row(failures.plane, i.element, cell(i.name), f"{i.nodes_cut_off:,}",
+            table.add_row(plane_failures.plane, i.element, cell(i.name), f"{i.nodes_cut_off:,}",
                           f"−{i.bisection_lost_pct:.3g}%", rail, f"{i.pairs_losing_paths:,} ({i.pairs_disconnected:,})")
     print_table(table)
     if costing is not None:

@@ -1,4 +1,13 @@
-"""The one place where library errors become messages and exit codes (DESIGN.md #9)."""
+"""The one place where library errors become messages and exit codes (DESIGN.md #9).
+
+    0  ok
+    1  findings: checks failed, suspects named, regressions, a node's command failed
+    2  bad input: a spec, plan, option, file or NodeSet that is wrong
+    3  could not run or could not judge: unreachable, a tool missing, a lab or simulator error
+
+With --json every error is one JSON body on stdout, {"error", "exit_code", "problems"}, whatever
+its kind, so a script reads the same shape for a typo and for an unreachable lab.
+"""
 
 from __future__ import annotations
 
@@ -11,27 +20,34 @@ import typer
 from rich.markup import escape
 
 from gpunet.cli.console import stderr
-from gpunet.errors import GpunetError, LabUsageError, PlanError, SpecError, UsageError
+from gpunet.errors import INPUT_ERRORS, GpunetError, SpecError
 
-EXIT_OK, EXIT_CHECKS_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_COULD_NOT = 0, 1, 2, 3
+EXIT_CHECKS_FAILED = EXIT_FINDINGS  # the name the commands used before exit 3 existed
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
 def exit_code(error: GpunetError) -> int:
-    bad_input = SpecError | PlanError | LabUsageError | UsageError
-    return EXIT_BAD_INPUT if isinstance(error, bad_input) else EXIT_CHECKS_FAILED
+    return EXIT_BAD_INPUT if isinstance(error, INPUT_ERRORS) else EXIT_COULD_NOT
+
+
+def outcome_code(*, findings: bool, unjudged: bool) -> int:
+    """A finding is a finding even where other nodes could not be judged: 1 before 3."""
+    return EXIT_FINDINGS if findings else EXIT_COULD_NOT if unjudged else EXIT_OK
+
+
+def error_body(kind: str, code: int, problems: list[dict[str, object]]) -> str:
+    return json.dumps({"error": kind, "exit_code": code, "problems": problems}, indent=1)
 
 
 def report(error: GpunetError, as_json: bool) -> None:
     problems = error.problems if isinstance(error, SpecError) else None
     if as_json:
-        body = {"error": type(error).__name__, "problems": [
-            {"file": p.file, "line": p.line, "column": p.column, "path": list(p.path),
-             "message": p.message, "hint": p.hint} for p in problems
-        ] if problems else [{"message": str(error)}]}
-        print(json.dumps(body, indent=1))
+        print(error_body(type(error).__name__, exit_code(error), [
+            {"file": p.file, "line": p.line, "column": p.column, "path": list(p.path), "message": p.message,
+             "hint": p.hint} for p in problems] if problems else [{"message": str(error)}]))
         return
     for line in [str(p) for p in problems] if problems else [str(error)]:
         stderr.print(f"[red]error[/red] {escape(line)}", markup=True, highlight=False)

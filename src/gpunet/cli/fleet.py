@@ -8,22 +8,12 @@ from typing import Annotated
 
 import typer
 
+from gpunet.api import fleet
+from gpunet.api.fleet import FleetResult
 from gpunet.cli import fleet_files, fleet_runs
 from gpunet.cli.console import stdout
-from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
-from gpunet.cli.fleet_options import (
-    ConnectTimeoutOpt,
-    FanoutOpt,
-    JsonOpt,
-    KeyOpt,
-    LabOpt,
-    NodesArg,
-    PlanOpt,
-    SshLabOpt,
-    UserOpt,
-    reach,
-)
-from gpunet.fleet import FleetResult
+from gpunet.cli.errors import handles_errors, outcome_code
+from gpunet.cli.options import ConnectTimeoutOpt, FanoutOpt, JsonOpt, KeyOpt, LabSshOpt, NodesArg, PlanOpt, UserOpt
 
 app = typer.Typer(help="Run commands on many nodes through ClusterShell; copy files, capture packets.",
                   no_args_is_help=True)
@@ -34,7 +24,7 @@ app = typer.Typer(help="Run commands on many nodes through ClusterShell; copy fi
 def run_(
     nodes: NodesArg,
     command: Annotated[list[str], typer.Argument(help="Command and arguments (after --).")],
-    lab: LabOpt = None, ssh_lab: SshLabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
+    lab: LabSshOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
     fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10,
     timeout: Annotated[float, typer.Option(help="Seconds per command.")] = 600,
     detach: Annotated[str | None, typer.Option(
@@ -45,19 +35,19 @@ def run_(
     follow: Annotated[bool, typer.Option("--follow", help="With --detach: stream the output until it ends.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Run CMD on NODESET; prints each distinct outcome once with the folded node names."""
-    wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout,
-                           timeout=timeout, connect_timeout=connect_timeout)
+    """Run CMD on NODES; prints each distinct outcome once with the folded node names.
+
+    Exit 1 when the command failed on a node, 3 when a node could not be reached (and none failed)."""
+    wanted, reached = fleet.reach(nodes, lab=lab, plan=plan, user=user, key=key, fanout=fanout, timeout=timeout,
+                                  connect_timeout=connect_timeout)
     if detach is not None:
-        transport = {"lab": lab, "ssh_lab": ssh_lab, "plan": str(plan.resolve()) if plan else None, "user": user,
-                     "key": str(key.resolve()) if key else None}
-        fleet_runs.start(wanted, runner, detach, command, via=via, state_dir=state_dir, transport=transport,
-                         follow=follow, as_json=as_json)
+        fleet_runs.start(reached, wanted, detach, command, via=via, state_dir=state_dir, follow=follow,
+                         as_json=as_json)
         return
-    result = runner.run(command, wanted)
+    result = fleet.run(reached, wanted, command)
     _print(result, as_json)
-    if result.failed:
-        raise typer.Exit(EXIT_CHECKS_FAILED)
+    unreached = [n for n in result.failed if result.outcomes[n].rc in (None, 255)]
+    raise typer.Exit(outcome_code(findings=len(unreached) < len(result.failed), unjudged=bool(unreached)))
 
 
 def _print(result: FleetResult, as_json: bool) -> None:

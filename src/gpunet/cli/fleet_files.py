@@ -10,22 +10,11 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from gpunet.api import fleet
+from gpunet.api.fleet import COMPRESS_CHOICES, Capture, TransferResult
 from gpunet.cli.console import cell, stderr, stdout
-from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
-from gpunet.cli.fleet_options import (
-    ConnectTimeoutOpt,
-    FanoutOpt,
-    JsonOpt,
-    KeyOpt,
-    LabOpt,
-    NodesArg,
-    PlanOpt,
-    SshLabOpt,
-    UserOpt,
-    plan_of,
-    reach,
-)
-from gpunet.fleet.transfer import COMPRESS_CHOICES, TransferResult
+from gpunet.cli.errors import handles_errors, outcome_code
+from gpunet.cli.options import ConnectTimeoutOpt, FanoutOpt, JsonOpt, KeyOpt, LabSshOpt, NodesArg, PlanOpt, UserOpt
 
 CompressOpt = Annotated[str, typer.Option(
     "--compress", help=f"Pack with {', '.join(COMPRESS_CHOICES)} (auto: zstd where present, else gzip).")]
@@ -75,7 +64,7 @@ def copy(
     nodes: NodesArg,
     source: Annotated[Path, typer.Argument(help="A file or directory here.")],
     dest: Annotated[str, typer.Argument(help="The directory on every node (absolute); SOURCE lands as DEST/NAME.")],
-    lab: LabOpt = None, ssh_lab: SshLabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
+    lab: LabSshOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
     fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10, compress: CompressOpt = "auto",
     timeout: TimeoutOpt = 0, as_json: JsonOpt = False,
 ) -> None:
@@ -83,12 +72,10 @@ def copy(
 
     Packed and compressed once, sent by ClusterShell's copy (scp, or tar through gateways in tree
     mode), unpacked beside DEST on each node, checked, then renamed into place."""
-    from gpunet.fleet.transfer import copy_to
-
-    wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout,
-                           connect_timeout=connect_timeout)
+    wanted, reached = fleet.reach(nodes, lab=lab, plan=plan, user=user, key=key, fanout=fanout,
+                                  connect_timeout=connect_timeout)
     with TransferProgress() as progress:
-        result = copy_to(runner, wanted, source, dest, compress=compress, progress=progress, timeout=timeout)
+        result = fleet.copy(reached, wanted, source, dest, compress=compress, progress=progress, timeout=timeout)
     _finish(result, as_json)
 
 
@@ -97,7 +84,7 @@ def gather(
     nodes: NodesArg,
     source: Annotated[str, typer.Argument(help="A file or directory on every node (absolute path).")],
     out: Annotated[Path, typer.Argument(help="Directory here: each node's copy lands as OUT/<node>/<name>.")],
-    lab: LabOpt = None, ssh_lab: SshLabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
+    lab: LabSshOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
     fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10, compress: CompressOpt = "auto",
     timeout: TimeoutOpt = 0, as_json: JsonOpt = False,
 ) -> None:
@@ -105,12 +92,10 @@ def gather(
 
     Packed and compressed on each node, fetched by ClusterShell's reverse copy, unpacked into a
     staging directory here (nothing outside it), checked, then renamed into place."""
-    from gpunet.fleet.gather import gather_from
-
-    wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout,
-                           connect_timeout=connect_timeout)
+    wanted, reached = fleet.reach(nodes, lab=lab, plan=plan, user=user, key=key, fanout=fanout,
+                                  connect_timeout=connect_timeout)
     with TransferProgress() as progress:
-        result = gather_from(runner, wanted, source, out, compress=compress, progress=progress, timeout=timeout)
+        result = fleet.gather(reached, wanted, source, out, compress=compress, progress=progress, timeout=timeout)
     _finish(result, as_json)
 
 
@@ -128,30 +113,28 @@ def capture(
     duration: Annotated[float | None, typer.Option("--duration", help="Stop after this many seconds.")] = None,
     snaplen: Annotated[int, typer.Option("--snaplen", help="Bytes kept per packet (0: all).")] = 0,
     limit: Annotated[float, typer.Option("--limit", help="Seconds a --count-only capture may take.")] = 600,
-    lab: LabOpt = None, ssh_lab: SshLabOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
+    lab: LabSshOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
     fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10, as_json: JsonOpt = False,
 ) -> None:
     """Capture packets with tcpdump on NODESET, bounded, into OUT/<node>.<iface>.pcap.
 
     Stops at --count packets per interface and/or after --duration seconds (a capture with
     neither is refused); the pcaps come back through gather (checked, never half-written)."""
-    from gpunet.fleet.capture import capture as run_capture
-    from gpunet.fleet.capture import capture_plan
-
-    wanted, runner = reach(nodes, lab=lab, ssh_lab=ssh_lab, plan=plan, user=user, key=key, fanout=fanout,
-                           connect_timeout=connect_timeout)
-    interfaces, expression, seconds = capture_plan(
-        wanted, plan_of(plan, lab or ssh_lab), iface=iface or [], plane=plane, between=between, bpf=bpf,
-        count=count, duration=duration, limit=limit)
+    wanted, reached = fleet.reach(nodes, lab=lab, plan=plan, user=user, key=key, fanout=fanout,
+                                  connect_timeout=connect_timeout)
+    asked = Capture(iface=iface or [], plane=plane, between=between, bpf=bpf, count=count, duration=duration,
+                    snaplen=snaplen, limit=limit)
+    interfaces, expression, seconds = fleet.capture_seconds(reached, wanted, asked)
     with stderr.status(f"capturing on {len(interfaces)} node(s) for up to {seconds:g} s…", spinner="dots"):
-        result = run_capture(runner, interfaces, out, count=count, seconds=seconds, bpf=expression, snaplen=snaplen)
+        result = fleet.capture(reached, interfaces, out, expression=expression, seconds=seconds, wanted=asked)
     _finish(result, as_json)
 
 
 def _finish(result: TransferResult, as_json: bool) -> None:
+    """Exit 1 when a node's copy failed, 3 when a node could not be reached (and none failed)."""
     _print(result, as_json)
-    if result.failed:
-        raise typer.Exit(EXIT_CHECKS_FAILED)
+    unreached = [n for n in result.failed if not result.outcomes[n].reached]
+    raise typer.Exit(outcome_code(findings=len(unreached) < len(result.failed), unjudged=bool(unreached)))
 
 
 def _print(result: TransferResult, as_json: bool) -> None:

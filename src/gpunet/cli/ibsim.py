@@ -3,52 +3,48 @@ infiniband-diags tools against it."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from gpunet import api
+from gpunet.api import lab as labs
+from gpunet.api.lab import IbsimState
 from gpunet.cli.console import cell, stderr, stdout
 from gpunet.cli.errors import handles_errors
-from gpunet.lab import ibsim
-from gpunet.lab.ibsim_state import IbFault, IbsimState, read_sim
+from gpunet.cli.options import IbsimIdOpt, JsonOpt
 
 app = typer.Typer(help="Simulate the plan's InfiniBand fabric (ibsim + opensm) for ibnetdiscover, perfquery, "
                        "ibtracert, and break it on purpose.", no_args_is_help=True)
-IdOpt = Annotated[str, typer.Option("--id", help="Simulator id (1-4 lowercase letters/digits).")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 @app.command()
 @handles_errors
 def up(
+    sim_id: IbsimIdOpt,
     source: Annotated[Path | None, typer.Argument(help="plan.json or spec YAML; default: built-in example.")] = None,
-    sim_id: IdOpt = "a",
     plane: Annotated[str | None, typer.Option(help="The InfiniBand plane (default: the first).")] = None,
     routing: Annotated[str, typer.Option(help="opensm routing engines, in order (-R).")] = "ftree,minhop",
-    as_json: JsonFlag = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Start ibsim with the plan's fabric and opensm on it; returns once the subnet is up."""
-    state = ibsim.ibsim_up(api.load_plan(source), sim_id, plane=plane, routing=routing)
+    state = labs.ibsim_up(source, sim_id, plane=plane, routing=routing)
     _print(state, as_json)
 
 
 @app.command()
 @handles_errors
-def status(sim_id: IdOpt = "a", as_json: JsonFlag = False) -> None:
+def status(sim_id: IbsimIdOpt, as_json: JsonOpt = False) -> None:
     """The simulator, its faults and which routing engine opensm used."""
-    state = read_sim(sim_id)
-    if state is None:
-        stderr.print(f"no ibsim {sim_id!r}")
-        raise typer.Exit(1)
-    _print(state, as_json)
+    _print(labs.ibsim_status(sim_id), as_json)
 
 
 @app.command()
 @handles_errors
 def fault(
+    sim_id: IbsimIdOpt,
     end: Annotated[str, typer.Argument(help="A cable end, DEVICE:PORT as in cabling.csv (gpu001:ib0).")],
     unplug: Annotated[bool, typer.Option("--unplug", help="Pull the cable (ibsim Unlink).")] = False,
     swap: Annotated[str | None, typer.Option("--swap", help="Another cable's end: the far ends of the two "
@@ -58,38 +54,29 @@ def fault(
                                                                   "(PortCounters.SymbolErrorCounter=100).")] = None,
     rate: Annotated[str | None, typer.Option("--rate", help="The cable's lanes and speed, e.g. 2xHDR (restarts "
                                                             "the simulator).")] = None,
-    sim_id: IdOpt = "a",
-    as_json: JsonFlag = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Break the simulated fabric on purpose."""
     chosen = {"unplug": "" if unplug else None, "swap": swap, "move": move, "counter": counter, "rate": rate}
-    given = {k: v for k, v in chosen.items() if v is not None}
-    if len(given) != 1:
-        stderr.print("[red]error[/red] give exactly one of --unplug, --swap, --move, --counter, --rate")
-        raise typer.Exit(2)
-    (kind, value), = given.items()
-    other = value if kind in ("swap", "move") else None
-    made = IbFault(kind=kind, end=end, other=other, value=value if kind in ("counter", "rate") else "")
-    state = ibsim.apply_fault(sim_id, made)
-    _print(state, as_json)
+    _print(labs.ibsim_fault(sim_id, end, chosen), as_json)
 
 
 @app.command()
 @handles_errors
-def heal(sim_id: IdOpt = "a", as_json: JsonFlag = False) -> None:
+def heal(sim_id: IbsimIdOpt, as_json: JsonOpt = False) -> None:
     """Undo every fault (the simulator restarts from the plan's topology)."""
-    _print(ibsim.heal(sim_id), as_json)
+    _print(labs.ibsim_heal(sim_id), as_json)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 @handles_errors
 def run(
+    sim_id: IbsimIdOpt,
     command: Annotated[list[str], typer.Argument(help="An infiniband-diags command and its arguments (after --).")],
-    sim_id: IdOpt = "a",
     attach: Annotated[str | None, typer.Option(help="Attach at this simulator node id (H-gpu001-mlx5_0).")] = None,
 ) -> None:
     """Run ibnetdiscover, iblinkinfo, ibqueryerrors, perfquery, ibtracert ... against the simulator."""
-    done = ibsim.run_tool(sim_id, command, attach=attach)
+    done = labs.ibsim_tool(sim_id, command, attach)
     sys.stdout.write(done.stdout)
     sys.stderr.write(done.stderr)
     raise typer.Exit(done.returncode)
@@ -97,21 +84,21 @@ def run(
 
 @app.command()
 @handles_errors
-def down(sim_id: IdOpt = "a", as_json: JsonFlag = False) -> None:
+def down(sim_id: IbsimIdOpt, as_json: JsonOpt = False) -> None:
     """Stop ibsim and opensm and remove their files."""
-    stopped = ibsim.ibsim_down(sim_id)
+    stopped = labs.ibsim_down(sim_id)
     if as_json:
-        print(f'{{"ibsim": "{sim_id}", "stopped": {"true" if stopped else "false"}}}')
+        print(json.dumps({"ibsim": sim_id, "stopped": stopped}))
     else:
         stdout.print(f"ibsim {sim_id}: {'stopped' if stopped else 'was not up'}")
 
 
 def _print(state: IbsimState, as_json: bool) -> None:
-    if as_json:
-        print(state.model_dump_json(indent=1))
+    if as_json:  # the engines configured are in the state; the one opensm's last sweep used is read from its log
+        print(json.dumps(state.model_dump(mode="json") | {"routing_used": labs.routing_used(state)}, indent=1))
         return
     stdout.print(cell(f"ibsim {state.sim_id}: {state.plane} plane, {state.servers} servers, opensm routing "
-                      f"{ibsim.routing_used(state)}"))
+                      f"{labs.routing_used(state)}"))
     for f in state.faults:
         stdout.print(cell(f"  fault: {f.kind} {f.end} {f.other or f.value}"))
     for note in state.notes:

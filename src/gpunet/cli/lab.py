@@ -12,47 +12,46 @@ from rich import box
 from rich.progress import Progress
 from rich.table import Table
 
-from gpunet import api
+from gpunet.api import lab as labs
+from gpunet.api.lab import LabState
 from gpunet.cli.console import cell, print_table, stderr, stdout
 from gpunet.cli.errors import handles_errors
-from gpunet.lab import build, faults
-from gpunet.lab.state import LabState
+from gpunet.cli.options import JsonOpt, LabExecOpt, LabIdOpt
 
 app = typer.Typer(help="Build the Plan in Linux network namespaces, break it on purpose, tear it down.",
                   no_args_is_help=True)
-IdOpt = Annotated[str, typer.Option("--id", help="Lab id (1-4 lowercase letters/digits), in every name.")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
 @app.command()
 @handles_errors
 def up(
+    lab_id: LabIdOpt,
     source: Annotated[Path | None, typer.Argument(help="plan.json or spec YAML; default: built-in example.")] = None,
-    lab_id: IdOpt = "a",
     max_nodes: Annotated[int, typer.Option(help="Slice larger plans to this many servers.", min=2)] = 16,
     scale: Annotated[float, typer.Option(help="Lab Mbit/s per plan Gbit/s on shaped links.")] = 1.0,
-    as_json: JsonFlag = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Build (or find, if already up) the lab; idempotent."""
-    plan = api.load_plan(source)
     with Progress(console=stderr, transient=True) as bar:
         task = bar.add_task("lab up", total=8)
-        state = build.lab_up(plan, lab_id, max_nodes=max_nodes, scale=scale,
-                             progress=lambda step, done, total: bar.update(task, completed=done, description=step))
+        state = labs.lab_up(source, lab_id, max_nodes=max_nodes, scale=scale,
+                            progress=lambda step, done, total: bar.update(task, completed=done, description=step))
     _print_state(state, as_json)
 
 
 @app.command()
 @handles_errors
 def status(
-    lab_id: Annotated[str | None, typer.Option("--id")] = None,
+    lab_id: LabExecOpt = None,
     addresses: Annotated[bool, typer.Option("--addresses", help="Show the plan ↔ lab address map.")] = False,
-    as_json: JsonFlag = False,
+    as_json: JsonOpt = False,
 ) -> None:
-    """What is up: servers, management addresses, plan ↔ lab address map, faults, notes."""
-    states = build.lab_status(lab_id)
+    """What is up: servers, management addresses, plan ↔ lab address map, faults, notes (every lab,
+    or with --lab the one: --json then prints that one object)."""
+    states = labs.status(lab_id)
     if as_json:
-        print(json.dumps([s.model_dump(mode="json") for s in states], indent=1))
+        found = [s.model_dump(mode="json") for s in states]
+        print(json.dumps(found[0] if lab_id else found, indent=1))
         return
     if not states:
         stderr.print("no lab is up")
@@ -90,19 +89,19 @@ def _print_state(state: LabState, as_json: bool) -> None:
 @app.command(name="exec")
 @handles_errors
 def exec_(
+    lab_id: LabIdOpt,
     node: Annotated[str, typer.Argument(help="Server name as in the plan.")],
     command: Annotated[list[str], typer.Argument(help="Command and arguments (after --).")],
-    lab_id: IdOpt = "a",
 ) -> None:
     """Run a command inside a lab server (its network, hostname and /etc/hosts)."""
-    code = subprocess.run(build.node_argv(lab_id, node, command), check=False).returncode
+    code = subprocess.run(labs.exec_argv(lab_id, node, command), check=False).returncode
     raise typer.Exit(code)
 
 
 @app.command(name="ssh-config")
 @handles_errors
 def ssh_config(
-    lab_id: IdOpt = "a",
+    lab_id: LabIdOpt,
     bastion: Annotated[str | None, typer.Option(
         "--bastion", help="A lab server to jump through (default: the plan's bastion if it is a lab server).")] = None,
     out: Annotated[Path | None, typer.Option("-o", "--out", help="Where to write it (default: in the lab's "
@@ -110,18 +109,13 @@ def ssh_config(
 ) -> None:
     """Write the admin ssh_config for the lab's servers (lab key, lab addresses); prints its path,
     so `ssh -F "$(gpunet lab ssh-config --id a)" gpu1` works."""
-    from gpunet.lab.sshconfig import SSH_CONFIG, lab_ssh_config
-    from gpunet.lab.state import lab_dir
-
-    text = lab_ssh_config(lab_id, bastion)
-    path = out or lab_dir(lab_id) / SSH_CONFIG
-    path.write_text(text)
-    print(path)
+    print(labs.ssh_config(lab_id, bastion, out))
 
 
 @app.command()
 @handles_errors
 def fault(
+    lab_id: LabIdOpt,
     target: Annotated[str, typer.Argument(help="One end of a cable, DEVICE:PORT (gpu001:ib0, comp-leaf001:33).")],
     loss: Annotated[float | None, typer.Option(help="Drop this percentage of packets (nftables numgen).")] = None,
     down: Annotated[bool, typer.Option("--down", help="Take the link down.")] = False,
@@ -130,21 +124,12 @@ def fault(
     delay: Annotated[str | None, typer.Option(help="Add delay (needs netem, e.g. 5ms).")] = None,
     miswire: Annotated[str | None, typer.Option(
         help="Another cable's end: the far ends of the two cables change places (the veths move).")] = None,
-    lab_id: IdOpt = "a",
-    as_json: JsonFlag = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Break one cable on purpose (or two, with --miswire)."""
     wanted = {"loss": None if loss is None else str(loss), "down": "yes" if down else None,
               "mtu": None if mtu is None else str(mtu), "rate": rate, "delay": delay, "miswire": miswire}
-    chosen = {k: v for k, v in wanted.items() if v is not None}
-    if len(chosen) != 1:
-        stderr.print("[red]error[/red] give exactly one of --loss, --down, --mtu, --rate, --delay, --miswire")
-        raise typer.Exit(2)
-    (kind, value), = chosen.items()
-    if kind == "miswire":
-        result = faults.apply_miswire(lab_id, target, value)
-    else:
-        result = faults.apply_fault(lab_id, target, kind, "" if kind == "down" else value)
+    result = labs.fault(lab_id, target, wanted)
     if as_json:
         print(result.model_dump_json())
     else:
@@ -154,12 +139,12 @@ def fault(
 @app.command()
 @handles_errors
 def heal(
+    lab_id: LabIdOpt,
     target: Annotated[str | None, typer.Argument(help="One end of a faulted cable; all when omitted.")] = None,
-    lab_id: IdOpt = "a",
-    as_json: JsonFlag = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Undo faults."""
-    healed = faults.heal(lab_id, target)
+    healed = labs.heal(lab_id, target)
     if as_json:
         print(json.dumps([f.model_dump() for f in healed]))
     else:
@@ -168,9 +153,9 @@ def heal(
 
 @app.command(name="down")
 @handles_errors
-def down_(lab_id: IdOpt = "a", as_json: JsonFlag = False) -> None:
+def down_(lab_id: LabIdOpt, as_json: JsonOpt = False) -> None:
     """Remove everything the lab made (also after a crash); safe to repeat."""
-    removed = build.lab_down(lab_id)
+    removed = labs.lab_down(lab_id)
     if as_json:
         print(json.dumps({"lab": lab_id, "namespaces_removed": len(removed)}))
     else:

@@ -14,18 +14,17 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 from typer import _click as click
+from typer._click.exceptions import UsageError as ClickUsageError
 from typer.core import TyperGroup
 
 from gpunet import __version__
 from gpunet.cli.console import cell, print_table, stderr, stdout
-from gpunet.cli.errors import EXIT_BAD_INPUT, handles_errors
+from gpunet.cli.errors import EXIT_BAD_INPUT, error_body, handles_errors
+from gpunet.cli.options import JsonOpt, OutOpt, modernize
 from gpunet.errors import SpecProblem
 from gpunet.model.flows import Flow
 from gpunet.model.nodeset import spaced
 from gpunet.model.plan import Plan
-from gpunet.render import TARGETS
-from gpunet.render.plan_files import summary
-from gpunet.spec.examples import EXAMPLES, example_text
 
 # Commands in their own modules, imported when named: `gpunet doctor` does not load the lab,
 # bench and monitor packages (networkx, prometheus_client), which would double its start-up.
@@ -37,6 +36,9 @@ LAZY: dict[str, tuple[str, str]] = {
     "probe": ("gpunet.cli.doctor", "probe"), "exporter": ("gpunet.cli.exporter", "exporter"),
     "compare": ("gpunet.cli.compare", "compare"),
 }
+# the render targets, written out so `--help` need not import the renderers (a test holds it to them)
+TARGETS_HELP = ("netplan, networkmanager, sysctl, nftables, firewalld, sshd, hosts, nccl, ntp, ssh_config, slurm, "
+                "ansible, clustershell, prometheus, grafana")
 
 ORDER = ("validate", "plan", "compare", "render", "flows", "examples", "init", "lab", "ibsim", "fleet", "apply",
          "doctor", "probe", "bench", "cabling", "localize", "exporter")
@@ -62,12 +64,28 @@ class LazyGroup(TyperGroup):
         command.name = cmd_name
         return command
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Old option spellings replaced (said on stderr), and whether the command wants JSON."""
+        args = modernize(args)
+        ctx.meta["gpunet_json"] = "--json" in args[:args.index("--")] if "--" in args else "--json" in args
+        return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: click.Context) -> object:
+        """A usage error (unknown option, bad value, missing argument) under --json is one JSON
+        body too, with exit 2, as every other error of bad input."""
+        try:
+            return super().invoke(ctx)
+        except ClickUsageError as exc:
+            if not ctx.meta.get("gpunet_json"):
+                raise
+            print(error_body("UsageError", EXIT_BAD_INPUT, [{"message": exc.format_message()}]))
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+
 
 app = typer.Typer(
     name="gpunet", no_args_is_help=True, add_completion=False, cls=LazyGroup,
     help="Design, render, emulate, check, benchmark and monitor a GPU cluster's network.",
 )
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 SpecArg = Annotated[Path, typer.Argument(help="Cluster spec (YAML).", show_default=False)]
 
 
@@ -86,11 +104,11 @@ def main(
 
 @app.command()
 @handles_errors
-def validate(spec: SpecArg, as_json: JsonFlag = False) -> None:
+def validate(spec: SpecArg, as_json: JsonOpt = False) -> None:
     """Check a spec: exit 0, or exit 2 with file:line:col: message (hint) per problem."""
-    from gpunet import api
+    from gpunet.api import plans
 
-    plan, warnings = api.validate_spec(spec)
+    plan, warnings = plans.validate_spec(spec)
     if as_json:
         print(json.dumps({"valid": True, "file": str(spec), "nodes": len(plan.nodes),
                           "warnings": [str(w) for w in warnings]}))
@@ -109,24 +127,24 @@ def _warn(warnings: list[SpecProblem]) -> None:
 def plan(
     spec: Annotated[Path | None, typer.Argument(
         help="Cluster spec (YAML); the built-in scalable-unit example when omitted.")] = None,
-    out: Annotated[Path, typer.Option("-o", "--out", help="Output directory.")] = Path("gpunet-out"),
+    out: OutOpt = Path("gpunet-out"),
     fresh: Annotated[bool, typer.Option(
         "--fresh", help="Ignore OUT/plan.json: assign addresses, slots and ports from scratch (also to replace "
                         "another site's plan, or drop nodes; the old plan is kept as plan.json.1).")] = False,
     catalog: Annotated[Path | None, typer.Option(
         "--catalog", help="Parts catalog (YAML): price the bill of materials (bom.csv, summary.md) and total its "
                           "cost and power; 'example' for the shipped one of placeholder numbers.")] = None,
-    as_json: JsonFlag = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Design the fabric, addresses, cabling and bill of materials; write them to OUT."""
-    from gpunet import api
-    from gpunet.cli.compare import load_plan_catalog, print_decisions
+    from gpunet.api import plans
+    from gpunet.cli.compare import print_decisions
 
-    parts = load_plan_catalog(catalog)
+    parts = plans.load_catalog(catalog) if catalog is not None else None  # a bad catalog exits 2 first
     with stderr.status("designing the plan…", spinner="dots"):
-        result, changed, warnings, costing = api.plan_into(spec, out, fresh=fresh, catalog=parts)
+        result, changed, warnings, costing = plans.plan_into(spec, out, fresh=fresh, catalog=parts)
     if as_json:
-        print(json.dumps(summary(result, costing) | {"out": str(out), "changed": changed,
+        print(json.dumps(plans.summary(result, costing) | {"out": str(out), "changed": changed,
                                                      "warnings": [str(w) for w in warnings]}, indent=1))
         return
     _warn(warnings)
@@ -161,16 +179,16 @@ def render(
                                                          "plan` keeps to its own files).")] = Path("gpunet-render"),
     node: Annotated[str | None, typer.Option("--node", help="Only these nodes (NodeSet: gpu[001-004]).")] = None,
     target: Annotated[str | None, typer.Option(
-        "--target", help=f"Comma-separated targets (default all): {', '.join(TARGETS)}.")] = None,
-    as_json: JsonFlag = False,
+        "--target", help=f"Comma-separated targets (default all): {TARGETS_HELP}.")] = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Render every node's configuration: OUT/nodes/<node>/etc/..., OUT/admin/{ssh_config,ansible,slurm}."""
-    from gpunet import api
+    from gpunet.api import plans
 
-    plan_ = api.load_plan(source)
+    plan_ = plans.load_plan(source)
     targets = [t.strip() for t in target.split(",")] if target else None
     with stderr.status("rendering…", spinner="dots"):
-        files, changed = api.render_plan(plan_, out, node, targets)
+        files, changed = plans.render_plan(plan_, out, node, targets)
     if as_json:
         print(json.dumps({"out": str(out), "files": len(files), "changed": changed}, indent=1))
         return
@@ -187,14 +205,14 @@ def render(
 def flows(
     source: Annotated[Path | None, typer.Argument(
         help="plan.json or spec YAML; the built-in example when omitted.")] = None,
-    as_json: JsonFlag = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """The traffic the cluster needs: every flow the firewalls admit, Slurm and NCCL use, doctor checks."""
-    from gpunet import api
+    from gpunet.api import plans
 
-    plan_ = api.load_plan(source)
+    found = plans.flows(source)
     if as_json:
-        print(json.dumps([f.model_dump(mode="json") for f in plan_.flows], indent=1))
+        print(json.dumps([f.model_dump(mode="json") for f in found], indent=1))
         return
     wide = stdout.width >= 150  # the reasons wrap into unreadable slivers on a narrow terminal
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False,
@@ -205,7 +223,7 @@ def flows(
         table.add_column(name, overflow="fold", min_width=15)
     if wide:
         table.add_column("why")
-    for flow in plan_.flows:
+    for flow in found:
         row: list[str | Text] = [flow.service, f"{flow.protocol}{'/' + flow.ports if flow.ports else ''}", flow.plane,
                cell(_sources(flow)), cell("\n".join([*_terms(flow.to_nodes), *flow.to_hosts]))]
         table.add_row(*row, *[cell(flow.why)] * wide)
@@ -224,29 +242,32 @@ def _sources(flow: Flow) -> str:
 
 
 @app.command()
-def examples(as_json: JsonFlag = False) -> None:
+def examples(as_json: JsonOpt = False) -> None:
     """List the built-in example specs."""
+    from gpunet.api import plans
+
     if as_json:
-        print(json.dumps(EXAMPLES, indent=1))
+        print(json.dumps(plans.EXAMPLES, indent=1))
         return
     table = Table("name", "what it is")
-    for name, text in EXAMPLES.items():
+    for name, text in plans.EXAMPLES.items():
         table.add_row(name, text)
     print_table(table)
 
 
 @app.command()
+@handles_errors
 def init(
     example: Annotated[str, typer.Option("--example", "-e", help="Example name (see `gpunet examples`).")],
     out: Annotated[Path, typer.Option("-o", "--out", help="File to write.")] = Path("cluster.yaml"),
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Write a built-in example spec to start from."""
-    if example not in EXAMPLES:
-        stderr.print(f"[red]error[/red] no example {example!r}; known: {', '.join(EXAMPLES)}")
-        raise typer.Exit(EXIT_BAD_INPUT)
-    if out.exists() and not force:
-        stderr.print(f"[red]error[/red] {out} exists (hint: --force to overwrite)")
-        raise typer.Exit(EXIT_BAD_INPUT)
-    out.write_text(example_text(example))
+    from gpunet.api import plans
+
+    plans.init_example(example, out, force=force)
+    if as_json:
+        print(json.dumps({"wrote": str(out), "example": example}))
+        return
     stdout.print(f"wrote {out} (example {example})")

@@ -24,10 +24,10 @@ from pydantic import Field, StringConstraints, ValidationError
 from pydantic_core import ErrorDetails
 
 from gpunet.errors import CatalogError, SpecError, SpecProblem
+from gpunet.files.yamldoc import read_document
 from gpunet.model.base import Frozen
 from gpunet.model.types import ModelName
 from gpunet.spec.loader import HINTS, parse_yaml_document, real_errors
-from gpunet.files.yamldoc import read_document
 
 EXAMPLE_CATALOG = "example"  # --catalog example: the shipped catalog of placeholder numbers
 PartNumber = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+/ -]{0,63}$")]

@@ -1,12 +1,12 @@
-"""Reading what the fabric reports: LLDP neighbour tables from nodes (fleet runner, a lab, or a
-folder of saved outputs, one file per device) and the InfiniBand topology (a saved ibnetdiscover
-file, ibnetdiscover run here, or the simulator). A node that cannot be read is said, and its
-cables count as unchecked, never as missing."""
+"""Reading what the fabric reports: LLDP neighbour tables from nodes (the fleet runner, each
+device's own runner from gpunet.reach, or a folder of saved outputs, one file per device) and the
+InfiniBand topology (a saved ibnetdiscover file, or ibnetdiscover run where reach says). A node
+that cannot be read is said, and its cables count as unchecked, never as missing."""
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -16,14 +16,12 @@ from gpunet.errors import ParseError, UsageError
 from gpunet.fabric.ibnetdiscover import IbTopology, parse_ibnetdiscover
 from gpunet.fabric.lldp import LldpNeighbor, parse_lldpcli_json
 from gpunet.fleet import ClusterShellRunner
-from gpunet.lab.build import node_argv_for
-from gpunet.lab.lldpd import lldpcli_argv
-from gpunet.lab.state import LabState
 from gpunet.model.types import HOSTNAME
 from gpunet.runner import CommandRunner, run_local
 
 LLDPCLI = ("lldpcli", "-f", "json", "show", "neighbors")
 Tables = dict[str, tuple[LldpNeighbor, ...]]
+DeviceRun = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str]"]  # argv, timeout
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
@@ -71,14 +69,11 @@ def lldp_from_fleet(runner: ClusterShellRunner, nodes: NodeSet) -> tuple[Tables,
     return tables, [*(f"{line}; its cables are unchecked" for line in failed), *notes]
 
 
-def lldp_from_lab(state: LabState, run: CommandRunner = run_local) -> tuple[Tables, list[str]]:
-    """Every server's and switch's lldpd in the lab, read in parallel."""
-    devices = {ns.removeprefix(f"gn{state.lab_id}-"): ns for ns in state.namespaces}
+def lldp_from_devices(devices: Mapping[str, DeviceRun]) -> tuple[Tables, list[str]]:
+    """Every device's lldpd (a lab's servers and switches, each run where it lives), read in parallel."""
 
     def read(device: str) -> tuple[str, subprocess.CompletedProcess[str]]:
-        ns = devices[device]
-        prefix = node_argv_for(state.lab_id, ns, []) if device in state.servers else ["ip", "netns", "exec", ns]
-        return device, run([*prefix, *lldpcli_argv(*LLDPCLI[1:])], check=False, timeout=30)
+        return device, devices[device](list(LLDPCLI), 30)
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         done = dict(pool.map(read, sorted(devices)))

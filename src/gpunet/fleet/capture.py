@@ -16,14 +16,14 @@ from pathlib import Path
 from ClusterShell.NodeSet import NodeSet
 
 from gpunet.errors import UsageError
+from gpunet.files.write import output_root
 from gpunet.fleet import ClusterShellRunner, NodeOutcome
 from gpunet.fleet.gather import gather_each, replace
 from gpunet.fleet.pack import TransferRefused
 from gpunet.fleet.steps import multiplexed, run_each
-from gpunet.fleet.transfer import TransferOutcome, TransferResult, why
+from gpunet.fleet.transfer import TransferOutcome, TransferResult, reached, why
 from gpunet.model.plan import Plan
 from gpunet.model.types import DEVICE_PATTERN
-from gpunet.files.write import output_root
 
 MAX_SECONDS = 3600.0
 MAX_PACKETS = 10_000_000
@@ -93,11 +93,11 @@ def capture_plan(nodes: NodeSet, plan: Plan | None, *, iface: Sequence[str], pla
     if between:
         first, _, second = between.partition(",")
         if plan is None or plane is None:
-            raise UsageError("--between needs --plane and a plan (--plan, --lab or --ssh-lab)")
+            raise UsageError("--between needs --plane and a plan (--plan or --lab)")
         flow = flow_between(plan, first.strip(), second.strip(), plane)
         expression = f"({flow}) and ({bpf})" if bpf else flow
     if plane and not iface and plan is None:
-        raise UsageError("--plane needs a plan (--plan, --lab or --ssh-lab); or name --iface")
+        raise UsageError("--plane needs a plan (--plan or --lab); or name --iface")
     interfaces = {n: list(iface) for n in nodes} if iface else plane_interfaces(plan, nodes, plane) \
         if plan is not None and plane else {}
     seconds = check_capture(count, duration, limit, [d for devices in interfaces.values() for d in devices],
@@ -166,7 +166,7 @@ def _captured(ran: Mapping[str, NodeOutcome]) -> tuple[dict[str, str], dict[str,
             counts[node] = {dev: int(n) for dev, _, n in (v.partition(" ") for k, v in lines if k == "captured")
                             if n.isdigit()}
         else:
-            failed[node] = TransferOutcome(node=node, ok=False, error=why(outcome))
+            failed[node] = TransferOutcome(node=node, ok=False, error=why(outcome), reached=reached(outcome))
     return dirs, counts, failed
 
 

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from ClusterShell.NodeSet import NodeSet
 
 from gpunet.errors import ParseError, UsageError
+from gpunet.files.write import output_root
 from gpunet.fleet import ClusterShellRunner, NodeOutcome
 from gpunet.fleet.pack import COMPRESSORS, TransferRefused, accept_raw, parse_manifest, unpack
 from gpunet.fleet.scripts import GATHER_PACK, REMOVE
@@ -26,12 +27,12 @@ from gpunet.fleet.transfer import (
     Placer,
     TransferOutcome,
     TransferResult,
+    reached,
     remote_path,
     tick,
     why,
 )
 from gpunet.model.base import Frozen
-from gpunet.files.write import output_root
 
 
 class _Remote(Frozen):
@@ -107,7 +108,7 @@ def _read_packed(packed: Mapping[str, NodeOutcome]) -> tuple[dict[str, _Remote],
         try:
             remotes[node] = _parse_packed(outcome) if outcome.rc == 0 else _raise(why(outcome))
         except (TransferRefused, ParseError) as exc:
-            failed[node] = TransferOutcome(node=node, ok=False, error=str(exc))
+            failed[node] = TransferOutcome(node=node, ok=False, error=str(exc), reached=reached(outcome))
     return remotes, failed
 
 

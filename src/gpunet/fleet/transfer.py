@@ -53,6 +53,7 @@ class TransferOutcome(Frozen):
     packets: dict[str, int] | None = None  # a capture's packets per interface
     bytes: int = 0  # gathered: what this node's files hold, and what came over the wire
     packed_bytes: int = 0
+    reached: bool = True  # False: SSH never got to the node (exit 3, not a failed copy)
 
 
 class TransferResult(Frozen):
@@ -90,6 +91,11 @@ def remote_path(text: str, what: str) -> str:
     if ".." in PurePosixPath(text).parts:
         raise UsageError(f"{what} {text!r} leaves the directory it names ('..'): give the path itself")
     return posixpath.normpath(text)
+
+
+def reached(outcome: NodeOutcome) -> bool:
+    """SSH got to the node: it ran something there (a timeout or ssh's own 255 say it did not)."""
+    return outcome.rc not in (None, SSH_FAILED)
 
 
 def why(outcome: NodeOutcome) -> str:
@@ -170,7 +176,7 @@ def _size(source: Path) -> int:
 
 def _copy_outcome(node: str, sent: NodeOutcome, finished: NodeOutcome | None) -> TransferOutcome:
     if finished is None:
-        return TransferOutcome(node=node, ok=False, error=why(sent))
+        return TransferOutcome(node=node, ok=False, error=why(sent), reached=reached(sent))
     if finished.rc == 0:
         return TransferOutcome(node=node, ok=True, path=finished.stdout.strip().splitlines()[-1])
     if sent.rc != 0:  # "no directory DEST here" says more than scp's message about a temporary name

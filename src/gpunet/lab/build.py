@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import shutil
@@ -36,6 +35,7 @@ from gpunet.lab.state import (
     read_state,
     write_state,
 )
+from gpunet.model.io import plan_digest
 from gpunet.model.plan import Plan
 from gpunet.runner import CommandRunner, run_local
 
@@ -46,10 +46,6 @@ LAB_PLAN = "plan.json"  # the plan in lab addresses: `doctor --plan` inside a la
 
 def _silent(step: str, done: int, total: int) -> None:
     del step, done, total
-
-
-def plan_digest(plan: Plan) -> str:
-    return hashlib.sha256(plan.model_dump_json().encode()).hexdigest()[:16]
 
 
 def lab_up(
@@ -288,7 +284,7 @@ def lab_exec(lab_id: str, node: str, command: Sequence[str], run: CommandRunner 
 def _require(lab_id: str) -> LabState:
     state = read_state(lab_id)
     if state is None:
-        raise LabError(f"no lab {lab_id!r}; `gpunet lab up` builds one")
+        raise LabUsageError(f"no lab {lab_id!r}; `gpunet lab up` builds one")
     return state
 
 

@@ -224,5 +224,5 @@ def _undo_end(
 def _state(lab_id: str) -> LabState:
     state = read_state(lab_id)
     if state is None or state.status != "up":
-        raise LabError(f"no lab {lab_id!r} is up; `gpunet lab up` builds one")
+        raise LabUsageError(f"no lab {lab_id!r} is up; `gpunet lab up` builds one")
     return state

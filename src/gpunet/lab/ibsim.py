@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpunet.errors import LabError
-from gpunet.fabric.ibsim import SimFabric, node_id, render_topology, servers_on, sim_fabric
 from gpunet.lab.ibsim_state import IbFault, IbsimState, console_lines, read_sim, sim_dir, write_sim
+from gpunet.lab.ibsim_topology import SimFabric, node_id, render_topology, servers_on, sim_fabric
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Plan
 

@@ -10,8 +10,8 @@ from pydantic import StringConstraints
 
 from gpunet.errors import LabError, LabUsageError
 from gpunet.fabric.cabling import ends
-from gpunet.fabric.ibsim import Rate, node_id
 from gpunet.fabric.observed import End
+from gpunet.lab.ibsim_topology import Rate, node_id
 from gpunet.lab.state import STATE_FILE, CableEnd, check_id, labs_root, write_state_file
 from gpunet.model.base import Frozen
 from gpunet.model.plan import Link, Plan

@@ -56,8 +56,13 @@ def start_sshd(
     run([*prefix, SSHD])
 
 
+def sshd_pid_dir(directory: Path) -> Path:
+    """Where each lab server's sshd keeps its pid file, <node>.sshd.pid (apply reloads it by it)."""
+    return directory / "run"
+
+
 def sshd_pid_file(directory: Path, node: str) -> Path:
-    return directory / "run" / f"{node}.sshd.pid"
+    return sshd_pid_dir(directory) / f"{node}.sshd.pid"
 
 
 def servers_root(directory: Path) -> Path:

@@ -27,7 +27,7 @@ from gpunet.model.plan import Link, Plan
 NodeCommand = Callable[[str, Sequence[str]], list[str]]  # (node, argv) -> the argv that runs it there
 PROBE_PORT = 33434  # UDP, traceroute's
 FIRST_SOURCE_PORT = 40000
-AGENT = (sys.executable, "-m", "gpunet.probe.paths")
+AGENT = (sys.executable, "-m", "gpunet.node.paths")
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""`gpunet localize` as one call: probe the lab's routed planes, blame cables, say what it saw."""
+"""`gpunet localize` as one call: probe a fabric's routed planes, or read its counters, blame
+cables, say what it saw. Where the facts come from (a lab, a simulator, real nodes) is the
+caller's `gpunet.reach`: these take a Plan and the callables that reach the machines."""
 
 from __future__ import annotations
 
@@ -6,39 +8,34 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from gpunet.errors import UsageError
-from gpunet.fabric.counters import EthPortErrors, parse_ibqueryerrors, parse_ip_link_stats, parse_prometheus_vector
+from gpunet.fabric.counters import EthPortErrors, parse_ibqueryerrors, parse_prometheus_vector
 from gpunet.fabric.observed import End
-from gpunet.lab.build import COUNTERS_NOTE, LAB_PLAN, node_argv
-from gpunet.lab.ibsim import run_tool, sim_plan
-from gpunet.lab.state import LabState, lab_dir, read_state
 from gpunet.localize.counters import counter_suspects, eth_counter_suspects
-from gpunet.localize.probing import HopMap, PlaneProbe, ProbeSettings, probe_plane
+from gpunet.localize.probing import HopMap, NodeCommand, PlaneProbe, ProbeSettings, probe_plane
 from gpunet.localize.report import LocalizeReport, PlaneSummary, Suspect, merge, probing_suspect
 from gpunet.localize.tomography import blame
-from gpunet.model.io import read_plan
 from gpunet.model.plan import Plan
-from gpunet.runner import run_local
 
 
-def lab_hop_map(state: LabState, plan: Plan) -> HopMap:
-    """Every switch namespace's addresses: port addresses name (switch, port), others the switch."""
-    ports: dict[str, End] = {}
-    devices: dict[str, str] = {}
-    switches = {s.name for s in plan.switches}
-    for ns, lines in state.addresses.items():
-        device = ns.removeprefix(f"gn{state.lab_id}-")
-        if device not in switches:
-            continue
-        for line in lines:  # "addr add 198.18.4.5/31 dev p3"
-            words = line.split()
-            address, interface = words[2].split("/")[0], words[-1]
-            devices[address] = device
-            if interface.startswith("p") and interface[1:].isdigit():
-                ports[address] = End(device, interface[1:])
-    return HopMap(plan, ports, devices)
+@dataclass(frozen=True)
+class ProbeSite:
+    """What probing a fabric needs from whoever reaches it: the Plan in the names and addresses of
+    the machines probed, an argv on each node, where hop addresses sit (switch ports and switches),
+    the switches' port counters and what the site itself wants said."""
+
+    plan: Plan
+    on_node: NodeCommand
+    hop_ports: dict[str, tuple[str, str]]  # address -> (switch, port)
+    hop_devices: dict[str, str]  # address -> switch
+    switch_counters: Callable[[], list[EthPortErrors]]
+    notes: tuple[str, ...] = ()
+
+    def hop_map(self) -> HopMap:
+        return HopMap(self.plan, {a: End(*end) for a, end in self.hop_ports.items()}, self.hop_devices)
 
 
 def routed_planes(plan: Plan, wanted: Sequence[str]) -> list[str]:
@@ -50,33 +47,18 @@ def routed_planes(plan: Plan, wanted: Sequence[str]) -> list[str]:
     return list(wanted) or [plane for plane, n in tiers.items() if n > 1]
 
 
-def localize_lab(lab_id: str, planes: Sequence[str] = (), settings: ProbeSettings | None = None) -> LocalizeReport:
+def localize_probing(site: ProbeSite, planes: Sequence[str] = (), settings: ProbeSettings | None = None
+                     ) -> LocalizeReport:
+    """Every equal-cost path of the routed planes probed, the switches' counters read around it."""
     started = time.monotonic()
-    state = read_state(lab_id)
-    if state is None:
-        raise UsageError(f"no lab {lab_id!r}; `gpunet lab up` builds one")
-    plan = read_plan(lab_dir(lab_id) / LAB_PLAN)
-    hop_map = lab_hop_map(state, plan)
+    plan, hop_map = site.plan, site.hop_map()
     tiers: dict[str, int] = {c.plane: c.tiers for c in plan.capacity}
-    before = lab_switch_counters(state, plan)
-    probes = [probe_plane(plan, plane, lambda node, argv: node_argv(lab_id, node, argv), hop_map,
-                          settings=settings or ProbeSettings(), max_hops=2 * tiers[plane])
+    before = site.switch_counters()
+    probes = [probe_plane(plan, plane, site.on_node, hop_map, settings=settings or ProbeSettings(),
+                          max_hops=2 * tiers[plane])
               for plane in routed_planes(plan, planes)]
-    counters = eth_counter_suspects(plan, before, lab_switch_counters(state, plan), time.monotonic() - started)
-    return _report(plan, probes, [COUNTERS_NOTE, *counters.notes], time.monotonic() - started, counters.suspects)
-
-
-def lab_switch_counters(state: LabState, plan: Plan) -> list[EthPortErrors]:
-    """`ip -s -s -j link` in every switch namespace: its ports' counters, as a Linux switch OS shows them."""
-    found: list[EthPortErrors] = []
-    for switch in plan.switches:
-        ns = f"gn{state.lab_id}-{switch.name}"
-        if ns not in state.namespaces:
-            continue
-        done = run_local(["ip", "netns", "exec", ns, "ip", "-s", "-s", "-j", "link"], check=False, timeout=30)
-        if done.returncode == 0:
-            found += parse_ip_link_stats(done.stdout, switch.name)
-    return found
+    counters = eth_counter_suspects(plan, before, site.switch_counters(), time.monotonic() - started)
+    return _report(plan, probes, [*site.notes, *counters.notes], time.monotonic() - started, counters.suspects)
 
 
 def localize_prometheus(plan: Plan, url: str, window: float, now: float | None = None) -> LocalizeReport:
@@ -120,23 +102,18 @@ def localize_counters(plan: Plan, after: str, before: str | None = None, seconds
                           seconds=round(time.monotonic() - started, 2))
 
 
-def localize_ibsim(sim_id: str, before: str | None = None, window: float = 0.0) -> LocalizeReport:
-    """ibqueryerrors on the simulated fabric: after `before` (a saved sample), or two samples
-    `window` seconds apart, or one."""
-    plan = sim_plan(sim_id)
+def localize_infiniband(plan: Plan, read: Callable[[], str], before: str | None = None, window: float = 0.0,
+                        source: str = "ibqueryerrors") -> LocalizeReport:
+    """ibqueryerrors (`read` runs it) after `before` (a saved sample), or two samples `window`
+    seconds apart, or one."""
+    started = time.monotonic()
     first = before
     if first is None and window > 0:
-        first = _ibqueryerrors(sim_id)
+        first = read()
         time.sleep(window)
-    return localize_counters(plan, _ibqueryerrors(sim_id), first, window or None,
-                             notes=[f"InfiniBand port counters from ibqueryerrors on ibsim {sim_id}"])
-
-
-def _ibqueryerrors(sim_id: str) -> str:
-    done = run_tool(sim_id, ["ibqueryerrors"], timeout=300)
-    if "## Summary" not in done.stdout:  # it exits 1 when it found errors: the summary says it finished
-        raise UsageError(f"ibqueryerrors in ibsim {sim_id} exited {done.returncode}: {done.stderr.strip()[:200]}")
-    return done.stdout
+    report = localize_counters(plan, read(), first, window or None,
+                               notes=[f"InfiniBand port counters from ibqueryerrors on {source}"])
+    return report.model_copy(update={"seconds": round(time.monotonic() - started, 2)})  # the window included
 
 
 def _report(plan: Plan, probes: list[PlaneProbe], notes: list[str], seconds: float,

@@ -1,7 +1,8 @@
-"""Reading plan.json back into a Plan."""
+"""Reading plan.json back into a Plan, and the short digest that names a Plan (labs, bench runs)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -14,6 +15,11 @@ from gpunet.model.base import bulk_objects
 from gpunet.model.plan import PLAN_SCHEMA_VERSION, Plan
 
 MAX_PLAN_BYTES = 1 << 30  # a 12 500-node (100k-GPU) plan.json is 129 MB
+
+
+def plan_digest(plan: Plan) -> str:
+    """16 hex digits of the plan's JSON: the same plan, the same digest."""
+    return hashlib.sha256(plan.model_dump_json().encode()).hexdigest()[:16]
 
 
 def read_plan(path: Path) -> Plan:

@@ -11,15 +11,13 @@ from functools import partial
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from gpunet.errors import ParseError, UsageError
+from gpunet.errors import ParseError
 from gpunet.fabric.cabling import cable_name
 from gpunet.fabric.counters import parse_ibqueryerrors
 from gpunet.fabric.observed import End, Names
-from gpunet.lab.ibsim import run_tool
 from gpunet.localize.counters import port_end
 from gpunet.model.plan import Plan
 from gpunet.monitor.collectors import CollectorError
-from gpunet.runner import run_local
 
 FabricReader = Callable[[], str]  # ibqueryerrors' output, however it is run
 
@@ -49,15 +47,10 @@ def collect_fabric(plan: Plan, read: FabricReader) -> list[Metric]:
     return [errors, missing]
 
 
-def fabric_reader(here: bool, sim: str | None) -> FabricReader | None:
-    """ibqueryerrors run on this host, or against a simulated fabric; None for neither."""
-    if here and sim:
-        raise UsageError("give one of --fabric-ibqueryerrors, --fabric-ibsim")
-    if sim:
-        return partial(_ibqueryerrors, lambda: run_tool(sim, ["ibqueryerrors"], timeout=60))
-    if here:
-        return partial(_ibqueryerrors, lambda: run_local(["ibqueryerrors"], check=False, timeout=60))
-    return None
+def fabric_reader(run: Callable[[], subprocess.CompletedProcess[str]]) -> FabricReader:
+    """ibqueryerrors' output at each scrape, run however the caller's reach runs it (on this host
+    attached to the fabric, or against a simulated one)."""
+    return partial(_ibqueryerrors, run)
 
 
 def _ibqueryerrors(run: Callable[[], subprocess.CompletedProcess[str]]) -> str:

@@ -18,8 +18,8 @@ import yaml
 from pydantic import Field, StringConstraints, ValidationError
 
 from gpunet.errors import SpecError, UsageError
-from gpunet.model.base import Frozen
 from gpunet.files.yamldoc import load_limited, read_document
+from gpunet.model.base import Frozen
 
 TLS_VERSIONS = {"TLS10": ssl.TLSVersion.TLSv1, "TLS11": ssl.TLSVersion.TLSv1_1,
                 "TLS12": ssl.TLSVersion.TLSv1_2, "TLS13": ssl.TLSVersion.TLSv1_3}

@@ -23,7 +23,7 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from gpunet.model.flows import sample_ports
 from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.plan import Interface, Node, Plan
-from gpunet.probe import paths
+from gpunet.node import paths
 from gpunet.runner import CommandRunner, run_local
 
 ICMP_IP_HEADERS = 28

@@ -27,8 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from gpunet.errors import UsageError
-from gpunet.render.plan_files import PLAN_FILES
 from gpunet.files.write import OutputTree, output_root, refuse_non_directory
+from gpunet.render.plan_files import PLAN_FILES
 
 MARKER = ".gpunet-staging"  # in the staged set; removed from OUT once exchanged
 BACKUPS = 5  # plan.json.1 (the one before) .. plan.json.5

@@ -12,10 +12,10 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from gpunet.errors import SpecError, SpecProblem
+from gpunet.files.yamldoc import LimitError, load_limited, read_document
 from gpunet.model.spec import Spec
 from gpunet.model.types import DEVICE_PATTERN, HCA_PATTERN, MODEL_PATTERN
 from gpunet.spec.checks import spec_problems
-from gpunet.files.yamldoc import LimitError, load_limited, read_document
 
 KeyPath = tuple[str | int, ...]
 Mark = tuple[int, int]  # 1-based line, column

@@ -1,5 +1,5 @@
 """Probes along the paths of fixed UDP 5-tuples, for `gpunet localize` and doctor: run on a node as
-`python -m gpunet.probe.paths MODE`, the work as JSON on stdin, the result as JSON on stdout.
+`python -m gpunet.node.paths MODE`, the work as JSON on stdin, the result as JSON on stdout.
 Standard library only, no root needed.
 
 * trace: for each flow (a fixed UDP 5-tuple), the hops of its path, Paris-traceroute style: the
@@ -286,7 +286,7 @@ def main() -> None:
     elif mode == "mtu":
         result = mtu(flows, int(work["size"]))
     else:
-        raise SystemExit("usage: python -m gpunet.probe.paths trace|send|serve|mtu < work.json")
+        raise SystemExit("usage: python -m gpunet.node.paths trace|send|serve|mtu < work.json")
     json.dump(result, sys.stdout)
 
 

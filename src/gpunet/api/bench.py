@@ -1,0 +1,125 @@
+"""`gpunet bench`: iperf3, perftest and nccl-tests measured against what the Plan says each path
+carries, stored in SQLite, compared with a baseline, drawn as a heat map."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gpunet.bench import PATTERNS, bench_nodes, pattern_rounds
+from gpunet.bench.compare import FAILING, Comparison, compare_runs
+from gpunet.bench.heatmap import cells_of, percent_matrix, write_png
+from gpunet.bench.launch import TOOLS, NcclJob, pick_launcher
+from gpunet.bench.run import BenchSetup, run_nccl, run_rounds
+from gpunet.bench.store import (
+    CellColumns,
+    Measurement,
+    RunInfo,
+    RunSummary,
+    add_measurements,
+    default_db,
+    history,
+    load_cells,
+    load_run,
+    run_info,
+    start_run,
+    worst,
+)
+from gpunet.errors import CommandError, UsageError
+from gpunet.fleet.detach import DetachedRun
+from gpunet.fleet.runs import detach_here
+from gpunet.model.io import plan_digest
+from gpunet.reach import Reach
+from gpunet.spec.plan import plan_of
+
+__all__ = ["FAILING", "PATTERNS", "TOOLS", "BenchRun", "CellColumns", "Comparison", "Measurement", "Progress",
+           "RunInfo", "RunSummary", "cells_of", "compare_runs", "default_db", "detach", "heat_map", "history",
+           "load_cells", "load_run", "percent_matrix", "run", "run_info", "worst"]
+
+Progress = Callable[[int, int, str], None]  # rounds done, rounds in all, what is being measured
+
+
+@dataclass(frozen=True)
+class BenchRun:
+    """What to measure: the pattern of pairs on a plane, with which tool, for how long."""
+
+    pattern: str = "all-pairs"
+    plane: str = "compute"
+    nodes: str | None = None
+    seconds: int = 3
+    tool: str = "iperf3"
+    nccl_test: str = "all_reduce_perf"
+    launcher: str | None = None
+    congestion: str | None = "cubic"  # iperf3's -C; None: the hosts' default
+    retry_inconclusive: int = 1  # rounds re-measuring, one pair at a time, pairs a saturated end left inconclusive
+
+
+def run(wanted: BenchRun, *, plan: Path | None, lab: str | None, db: Path,
+        progress: Progress | None = None) -> tuple[int, list[Measurement]]:
+    """The tool over the pattern's pairs, each against the Plan's expectation, or one nccl-tests job
+    over the nodes; stored in db as it goes (a round at a time)."""
+    if wanted.tool not in TOOLS:
+        raise UsageError(f"unknown tool {wanted.tool!r}; known: {', '.join(TOOLS)}")
+    if wanted.pattern not in PATTERNS:
+        raise UsageError(f"unknown pattern {wanted.pattern!r}; known: {', '.join(PATTERNS)}")
+    setup = _setup(wanted, plan, lab)
+    chosen = bench_nodes(setup.plan, wanted.plane, wanted.nodes)
+    rounds = pattern_rounds(setup.plan, wanted.plane, wanted.pattern, chosen) if wanted.tool != "nccl" else []
+    launch = (wanted.launcher or pick_launcher()) if wanted.tool == "nccl" else ""  # refused before a run starts
+    nccl = wanted.tool == "nccl"
+    run_id = start_run(db, plan_hash=plan_digest(setup.plan), tool=wanted.nccl_test if nccl else wanted.tool,
+                       pattern="job" if nccl else wanted.pattern,
+                       arguments=f"plane={wanted.plane} seconds={wanted.seconds} nodes={wanted.nodes or 'all'}")
+    if nccl:
+        job = NcclJob(test=wanted.nccl_test, iterations=max(5, wanted.seconds * 10))
+        results = [run_nccl(setup.plan, chosen, job, launch)]
+        add_measurements(db, run_id, results)
+        return run_id, results
+    return run_id, run_rounds(setup, rounds, progress or (lambda d, n, what: None),
+                              on_round=lambda ms: add_measurements(db, run_id, ms))
+
+
+def _setup(wanted: BenchRun, plan: Path | None, lab: str | None) -> BenchSetup:
+    if lab is not None and wanted.tool != "iperf3":
+        raise UsageError(f"a lab emulates cables, not RDMA devices or GPUs: {wanted.tool} cannot run there (iperf3 "
+                         "can)")
+    reached = Reach.of_lab(lab) if lab is not None else Reach.of_nodes(plan)
+    setup = BenchSetup(plan=reached.plan() or plan_of(None), on_node=reached.node_argv, plane=wanted.plane,
+                       seconds=wanted.seconds, tool=wanted.tool, scale=reached.lab_scale())
+    retries = 0 if wanted.pattern == "incast" else wanted.retry_inconclusive  # one pair alone is no incast
+    return replace(setup, congestion=wanted.congestion, retries=retries)
+
+
+def detach(name: str, argv: Sequence[str], db: Path) -> DetachedRun:
+    """This same `bench run` command line, less --detach and --json, started detached on this
+    machine in this directory with the database named (so this user's `bench history` reads it)."""
+    kept = _without_detach(list(argv))
+    # The script is constant; the directory and the command line are its arguments, never parsed as shell.
+    command = ["sh", "-c", 'cd -- "$1" && shift && exec "$@"', "sh", str(Path.cwd()), sys.executable, "-m", "gpunet",
+               *kept, "--db", str(db.resolve())]
+    run_ = detach_here(name, command)
+    if run_.failed_to_start:
+        state = run_.states[run_.failed_to_start[0]]
+        raise CommandError("bench run --detach", 1, state.error or state.output or state.state)
+    return run_
+
+
+def _without_detach(argv: list[str]) -> list[str]:
+    """argv less `--detach NAME` / `--detach=NAME` and `--json` (the detached run's output is its log)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--detach":
+            skip = True
+        elif not arg.startswith("--detach=") and arg != "--json":
+            kept.append(arg)
+    return kept
+
+
+def heat_map(db: Path, run_id: int, cells: CellColumns, png: Path) -> None:
+    """The run's matrix drawn as a PNG (matplotlib, the `plot` extra)."""
+    info = run_info(db, run_id)
+    write_png(cells, png, f"run {run_id}" + (f" · {info.tool} · {info.pattern}" if info else ""))

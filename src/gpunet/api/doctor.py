@@ -1,0 +1,72 @@
+"""`gpunet doctor` and `gpunet probe`: the troubleshooting checklist on this node against the Plan,
+or on many nodes with their findings folded.
+
+The one-node doctor imports only what it uses (the checks, the probe layer, a plan.json reader):
+the rest of gpunet would double its start-up, and `doctor --peers` is meant to cost little more
+than its interval. The fleet doctor and a spec to design are imported when asked for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpunet.checks import Finding
+from gpunet.checks.doctor import doctor_node
+from gpunet.errors import UsageError
+from gpunet.model.io import read_plan
+from gpunet.model.nodeset import NodeSetError, parse_nodeset
+from gpunet.model.plan import Plan
+from gpunet.model.state import NodeState
+from gpunet.probe.node import probe_node
+
+if TYPE_CHECKING:
+    from gpunet.fleet.doctor import FleetDoctorReport
+
+__all__ = ["Finding", "FleetDoctorReport", "NodeState", "doctor", "fleet_doctor", "probe"]
+
+FLEET_TIMEOUT_S = 120  # per node, beyond the counter interval
+
+
+def doctor(plan: Path | None, node: str | None, *, peers: bool, interval: float, listen: bool = False,
+           listening: str = "", skip_peers: str = "") -> tuple[NodeState, list[Finding]]:
+    """Every applicable check on this node (`node`: its name in the plan, default its hostname);
+    with `peers`, every peer pinged and connected to on every plane, except `skip_peers`."""
+    return doctor_node(_plan(plan), node, peers=peers, interval=interval, listen=listen,
+                       listening=_names(listening), skip_peers=_names(skip_peers))
+
+
+def _plan(source: Path | None) -> Plan | None:
+    if source is None:
+        return None
+    if source.suffix == ".json":
+        return read_plan(source)
+    from gpunet.spec.plan import plan_of  # a spec is designed first
+
+    return plan_of(source)
+
+
+def _names(nodeset: str) -> frozenset[str]:
+    try:
+        return frozenset(parse_nodeset(nodeset)) if nodeset else frozenset()
+    except NodeSetError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def probe(interval: float) -> NodeState:
+    """This node as it is: links, addresses, routes, bonds, InfiniBand, counters, settings."""
+    return probe_node(interval=interval)
+
+
+def fleet_doctor(nodes: str, *, lab: str | None, plan: Path | None, user: str | None, key: Path | None,
+                 remote_plan: str | None, peers: bool, interval: float) -> FleetDoctorReport:
+    """`gpunet doctor --json` on every node (a lab's servers over SSH, or nodes at the Plan's
+    management addresses), findings folded across nodes. The nodes need gpunet and the plan there
+    (in a lab they share this machine's: its own gpunet and the lab's plan)."""
+    from gpunet.api.fleet import reach
+    from gpunet.fleet.doctor import doctor_command, fold_doctor
+
+    wanted, reached = reach(nodes, lab=lab, plan=plan, user=user, key=key, timeout=FLEET_TIMEOUT_S + interval)
+    command = doctor_command(reached.gpunet_argv(), remote_plan or reached.remote_plan(), peers, interval,
+                             str(wanted))
+    return fold_doctor(reached.runner().run(command, wanted))

@@ -1,0 +1,185 @@
+"""What the fabric itself reports, against the Plan: `gpunet cabling check` (every cable from LLDP
+or ibnetdiscover) and `gpunet localize` (the cable to replace, from probing or port counters).
+Each takes exactly one source; `gpunet.reach` gets at it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpunet.errors import ParseError, UsageError
+from gpunet.fabric import collect
+from gpunet.fabric.cabling import CablingReport, check_cabling
+from gpunet.fabric.counters import parse_ibqueryerrors
+from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
+from gpunet.fabric.observed import Observation, from_ibnetdiscover, from_lldp
+from gpunet.localize.probing import ProbeSettings
+from gpunet.localize.report import LocalizeReport
+from gpunet.localize.run import (
+    ProbeSite,
+    localize_counters,
+    localize_infiniband,
+    localize_probing,
+    localize_prometheus,
+)
+from gpunet.model.plan import Plan
+from gpunet.reach import Reach
+from gpunet.spec.plan import plan_of
+
+__all__ = ["CablingReport", "CablingSource", "LocalizeReport", "LocalizeSource", "ProbeSettings", "cabling_check",
+           "localize"]
+
+LLDP_SKIPPED = {"oob"}  # a BMC's port is not the host's: host lldpd never sees it
+MAX_FILE_BYTES = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class CablingSource:
+    """Where the fabric's own report comes from: exactly one of these."""
+
+    lab: str | None = None
+    nodes: str | None = None  # a NodeSet reached over SSH at the management addresses of --plan
+    lldp_dir: Path | None = None
+    ibnetdiscover: Path | None = None
+    ibsim: str | None = None
+    ib_here: bool = False
+
+    def chosen(self) -> str:
+        given = [name for name, value in vars(self).items() if value not in (None, False)]
+        if len(given) != 1:
+            raise UsageError("give exactly one source: --lab, NODES (with --plan), --lldp-dir, --ibnetdiscover, "
+                             f"--ibsim or --ib-here (got {', '.join(given) or 'none'})")
+        return given[0]
+
+
+def cabling_check(source: CablingSource, plan: Path | None, planes: list[str], *, user: str | None = None,
+                  key: Path | None = None) -> CablingReport:
+    """Each planned cable: ok, missing, miswired, swapped, wrong speed or width; links nobody planned."""
+    kind = source.chosen()
+    reached = _reach(source, plan, user, key)
+    against = reached.plan() if kind in ("lab", "ibsim") else (plan_of(plan) if plan else None)
+    if against is None:
+        raise UsageError("--plan: the plan.json (or spec) the cables are checked against")
+    observation = _observe(source, kind, against, reached)
+    chosen = _planes(against, planes, infiniband=observation.source == "ibnetdiscover")
+    return check_cabling(against, observation, chosen)
+
+
+def _reach(source: CablingSource, plan: Path | None, user: str | None, key: Path | None) -> Reach:
+    if source.lab:
+        return Reach.of_lab(source.lab)
+    if source.ibsim:
+        return Reach.of_ibsim(source.ibsim)
+    return Reach.of_nodes(plan, user, key)
+
+
+def _observe(source: CablingSource, kind: str, plan: Plan, reached: Reach) -> Observation:
+    if kind == "lab":
+        tables, notes = collect.lldp_from_devices(reached.devices())
+    elif kind == "nodes":
+        tables, notes = collect.lldp_from_fleet(reached.runner(), reached.nodes(source.nodes or ""))
+    elif kind == "lldp_dir":
+        tables, notes = collect.lldp_from_dir(source.lldp_dir or Path()), []
+    else:
+        return _observe_infiniband(source, kind, plan, reached)
+    observation = from_lldp(plan, tables)
+    observation.notes[:0] = notes
+    return observation
+
+
+def _observe_infiniband(source: CablingSource, kind: str, plan: Plan, reached: Reach) -> Observation:
+    if kind == "ibnetdiscover":
+        return from_ibnetdiscover(plan, collect.ib_from_file(source.ibnetdiscover or Path()))
+    done = reached.infiniband_tool(["ibnetdiscover"], timeout=600)
+    if done.returncode != 0:
+        raise UsageError(f"ibnetdiscover on {reached.describe()} exited {done.returncode}: {done.stderr[:200]}")
+    observation = from_ibnetdiscover(plan, parse_ibnetdiscover(done.stdout))
+    cap = reached.infiniband_speed_cap()
+    if cap:
+        observation.speed_cap = cap
+        observation.notes.append(f"simulated by ibsim: speeds above {cap} are shown as {cap}")
+    return observation
+
+
+def _planes(plan: Plan, wanted: list[str], *, infiniband: bool) -> list[str]:
+    """The planes asked for, or every plane this kind of source can see."""
+    names: dict[str, str] = {p.name: p.technology for p in plan.planes}
+    unknown = [w for w in wanted if w not in names]
+    if unknown:
+        raise UsageError(f"no plane {', '.join(unknown)} in the plan ({', '.join(names)})")
+    if wanted:
+        return wanted
+    chosen = [name for name, tech in names.items()
+              if (tech == "infiniband") == infiniband and (infiniband or name not in LLDP_SKIPPED)]
+    if not chosen:
+        raise UsageError(f"the plan has no {'InfiniBand' if infiniband else 'Ethernet or RoCE'} plane for this source")
+    return chosen
+
+
+@dataclass(frozen=True)
+class LocalizeSource:
+    """Where the evidence comes from: exactly one of a lab (probing), a simulator's or a saved
+    ibqueryerrors (InfiniBand counters), a Prometheus server (snmp_exporter's IF-MIB counters)."""
+
+    lab: str | None = None
+    ibsim: str | None = None
+    ibqueryerrors: Path | None = None
+    prometheus: str | None = None
+
+    def chosen(self) -> str:
+        given = [f"--{name}" for name, value in vars(self).items() if value is not None]
+        if len(given) != 1:
+            raise UsageError("give exactly one of --lab, --ibsim, --ibqueryerrors, --prometheus (got "
+                             f"{', '.join(given) or 'none'})")
+        return given[0]
+
+
+def localize(source: LocalizeSource, *, plan: Path | None = None, planes: list[str] | None = None,
+             before: Path | None = None, window: float = 0.0,
+             settings: ProbeSettings | None = None) -> LocalizeReport:
+    """Ranked suspect cables, each with its evidence, a confidence and the fix."""
+    kind = source.chosen()
+    if kind in ("--ibqueryerrors", "--prometheus") and plan is None:
+        raise UsageError(f"{kind} needs --plan: the plan.json (or spec) the ports are named from")
+    earlier = _read_ibqueryerrors(before) if before else None
+    if source.lab is not None:
+        reached = Reach.of_lab(source.lab)
+        hop_ports, hop_devices = reached.hop_addresses()
+        site = ProbeSite(plan=reached.require_plan(), on_node=reached.node_argv, hop_ports=hop_ports,
+                         hop_devices=hop_devices, switch_counters=reached.switch_counters, notes=reached.notes())
+        return localize_probing(site, planes or [], settings)
+    if source.ibsim is not None:
+        reached = Reach.of_ibsim(source.ibsim)
+        return localize_infiniband(reached.require_plan(), lambda: _ibqueryerrors(reached), earlier, window,
+                                   source=reached.describe())
+    assert plan is not None
+    if source.prometheus is not None:
+        try:
+            return localize_prometheus(plan_of(plan), source.prometheus, window)
+        except ParseError as exc:
+            raise UsageError(f"--prometheus {source.prometheus}: {exc}") from None
+    assert source.ibqueryerrors is not None
+    return localize_counters(plan_of(plan), _read_ibqueryerrors(source.ibqueryerrors), earlier)
+
+
+def _ibqueryerrors(reached: Reach) -> str:
+    done = reached.infiniband_tool(["ibqueryerrors"], timeout=300)
+    if "## Summary" not in done.stdout:  # it exits 1 when it found errors: the summary says it finished
+        raise UsageError(f"ibqueryerrors on {reached.describe()} exited {done.returncode}: "
+                         f"{done.stderr.strip()[:200]}")
+    return done.stdout
+
+
+def _read_ibqueryerrors(path: Path) -> str:
+    """A saved output, parsed once here so a bad one is bad input named by file and line."""
+    try:
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise UsageError(f"{path}: over {MAX_FILE_BYTES // 2**20} MiB, not an ibqueryerrors output")
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+    try:
+        parse_ibqueryerrors(text)
+    except ParseError as exc:
+        raise UsageError(f"{path}: line {exc.line}: {str(exc).split(': ', 2)[-1]}") from None
+    return text
