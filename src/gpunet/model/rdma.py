@@ -119,6 +119,7 @@ class NcclLog(Frozen):
 
     version: str | None = None
     ib_devices: tuple[str, ...] = ()  # "mlx5_0:1/RoCE" from "NET/IB : Using [0]mlx5_0:1/RoCE ..."
+    ib_hca: str | None = None  # "NCCL_IB_HCA set to ...": the job's own setting
     net_channels: tuple[NcclChannel, ...] = ()  # channels over the network (NET/...) only
     collnet: bool | None = None  # True: CollNet/SHARP used; False: said unused; None: not mentioned
     collnet_lines: tuple[str, ...] = ()  # the lines that said so (evidence)
