@@ -34,6 +34,10 @@ def with_qos(qos: RoceQos) -> Plan:
                                                    for p in plan.planes)})
 
 
+def run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+
+
 def dry_run(script: str, tmp_path: Path) -> list[str]:
     path = tmp_path / "gpunet-roce-qos"
     path.write_text(script)
@@ -47,10 +51,10 @@ def test_systemd_analyze_verify_accepts_the_unit_and_refuses_a_broken_one(tmp_pa
     plan = rdma_plan("roce")
     unit = tmp_path / "gpunet-roce-qos.service"
     unit.write_text(render_roce_qos_unit(plan, plan.nodes[0]))
-    done = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    done = run(["systemd-analyze", "verify", str(unit)])
     assert done.returncode == 0, done.stderr
     unit.write_text(unit.read_text().replace("ExecStart=/bin/bash", "ExecStart=bash-not-a-path"))
-    broken = subprocess.run(["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    broken = run(["systemd-analyze", "verify", str(unit)])
     assert broken.returncode != 0 and "bash-not-a-path is not executable" in broken.stderr
 
 
@@ -58,9 +62,9 @@ def test_bash_n_accepts_the_script(tmp_path: Path) -> None:
     plan = rdma_plan("roce")
     path = tmp_path / "script"
     path.write_text(render_roce_qos_script(plan, plan.nodes[0]))
-    assert subprocess.run(["bash", "-n", str(path)], capture_output=True, timeout=30).returncode == 0
+    assert run(["bash", "-n", str(path)]).returncode == 0
     path.write_text(path.read_text() + "if then fi\n")
-    assert subprocess.run(["bash", "-n", str(path)], capture_output=True, timeout=30).returncode != 0
+    assert run(["bash", "-n", str(path)]).returncode != 0
 
 
 @pytest.mark.parametrize("qos", [RoceQos(), RoceQos(dscp=24, priority=4, cnp_dscp=46, cnp_priority=7, ecn=False)])
