@@ -83,10 +83,13 @@ def test_a_low_pair_whose_end_paused_reads_flow_control_not_low(lab: None) -> No
     finally:
         replay.close()
         heal(LAB)
-    if "inconclusive" in (first.status, second.status):
-        pytest.skip(f"the host's own load left a pair inconclusive: {first.reason or second.reason}")
+    print(f"paused pair: {first.status} ({first.reason}); quiet pair: {second.status}")  # shown with -s
+    # Each pair is judged only where the host's own load left it conclusive (the servers share its CPUs).
+    if second.status != "inconclusive":
+        assert second.status == "low" and all(not end.growth for end in second.counters), second
+    if first.status == "inconclusive":
+        pytest.skip(f"the host's own load left the paused pair inconclusive: {first.reason}")
     assert first.status == CONGESTED and first.reason and first.reason.startswith(f"flow control: {b} "), first
+    assert first.value < 0.85 * (first.expected or 0)
     server = next(end for end in first.counters if end.node == b)
     assert server.growth[f"{device}:tx_pause_ctrl_phy"] == 44414017 - 5745055
-    assert second.status == "low" and all(not end.growth for end in second.counters), second
-    assert first.value < 0.85 * (first.expected or 0) and second.value < 0.85 * (second.expected or 0)
