@@ -111,3 +111,17 @@ def test_compare_and_the_heat_map_show_congested_apart() -> None:
     assert STATUS_RANK["inconclusive"] < STATUS_RANK[CONGESTED] < STATUS_RANK["low"]
     colours = cell_colours([[60.0, 60.0]], [[STATUS_RANK[CONGESTED], STATUS_RANK["low"]]])
     assert colours[0][0].tolist() != colours[0][1].tolist()
+
+
+def test_busbw_under_sharp_is_the_algorithm_bandwidth() -> None:
+    """A recorded all_reduce_perf table; with a CollNet line added (constructed, in the form NCCL prints a
+    CollNet channel: no recorded log with CollNet was found) the busbw becomes the mean algbw."""
+    from gpunet.bench.nccl import parse_nccl_tests  # noqa: PLC0415
+    from gpunet.bench.sharp import busbw_of  # noqa: PLC0415
+    raw = (FIXTURES / "nccl_tests" / "all_reduce_2node_h100_root_column" / "output.txt").read_text()
+    result = parse_nccl_tests(raw)
+    assert busbw_of(result, raw) == (result.avg_busbw_gbs, None)
+    line = "gpu01:523:564 [0] NCCL INFO CollNet 00/0 : 0 [receive] via COLLNET/IB/0/GDRDMA\n"
+    value, why = busbw_of(result, line + raw)
+    algbw = [t.algbw_gbs for r in result.rows for t in (r.out_of_place, r.in_place) if t]
+    assert value == round(sum(algbw) / len(algbw), 3) and why and why.startswith("CollNet/SHARP reduced")

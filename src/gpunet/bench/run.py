@@ -7,7 +7,7 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpunet.bench import pair_interfaces
 from gpunet.bench.expected import rdma_expected_gbps, tcp_expected_gbps
@@ -26,6 +26,7 @@ from gpunet.bench.launch import (
 from gpunet.bench.nccl import parse_nccl_tests
 from gpunet.bench.perftest import parse_perftest
 from gpunet.bench.schedule import Pair, Round, rail_of
+from gpunet.bench.sharp import DEBUG_ENV, busbw_of
 from gpunet.bench.store import Measurement
 from gpunet.errors import ParseError, UsageError
 from gpunet.model.nodeset import fold
@@ -244,13 +245,15 @@ def run_nccl(plan: Plan, nodes: list[str], job: NcclJob, launcher: str, *, run: 
     gpus = min((n.gpus for n in plan.nodes if n.name in set(nodes)), default=0)
     if gpus < 1:
         raise UsageError(f"{fold(nodes)} have no GPUs in the Plan")
+    if any(p.sharp for p in plan.planes if p.name == "compute"):
+        job = replace(job, connections=DEBUG_ENV)  # the log then says whether CollNet/SHARP was used
     done = run(nccl_argv(launcher, nodes, gpus, job), check=False, timeout=timeout)
     raw = done.stdout + done.stderr
     try:
         result = parse_nccl_tests(done.stdout)
     except ParseError:
         result = None
-    value = result.avg_busbw_gbs if result and result.avg_busbw_gbs is not None else 0.0
+    busbw, why = busbw_of(result, raw) if result else (None, None)
     status = "ok" if result is not None and result.ok and done.returncode == 0 else "failed"
-    return Measurement(source=fold(nodes), destination=job.test, plane="compute",
-                       metric="busbw", value=value, unit="GB/s", expected=None, status=status, raw=raw)
+    return Measurement(source=fold(nodes), destination=job.test, plane="compute", metric="busbw",
+                       value=busbw or 0.0, unit="GB/s", expected=None, status=status, raw=raw, reason=why)
