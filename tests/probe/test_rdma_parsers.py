@@ -51,9 +51,27 @@ def test_show_gids_cut_short_is_refused() -> None:
         parse_show_gids("\n".join(lines[:-2] + lines[-1:]))
 
 
+def test_show_gids_row_of_a_port_without_netdev_is_read() -> None:
+    """An InfiniBand port on a mixed host prints no IPv4 and no netdev column (recorded: 'mlx5_5 1 0 fe80:... v1')."""
+    rows = parse_show_gids(recorded("show_gids", "cx5_eight_hcas_ib_port_without_netdev"))
+    assert [(r.hca, r.index, r.ipv4, r.version, r.netdev) for r in rows if r.netdev is None] == [
+        ("mlx5_5", 0, None, "v1", None)]
+
+
+@pytest.mark.parametrize("row", [
+    "mlx5_0\t1\t2\t0000:0000:0000:0000:0000:ffff:c0a8:d3f2\t192.168.211.242\t\trdma0",  # no version
+    "mlx5_0\t1\t2\t0000:0000:0000:0000:0000:ffff:c0a8:d3f2\t192.168.211.242\tv2\trdma0\textra",
+    "mlx5_0\t1\tx\tfe80:0000:0000:0000:0ac0:ebff:fe21:03da\t\t\tv1\trdma0",  # index not a number
+    "mlx5_0\t1\t0\tfe80::0ac0:ebff:fe21:03da\t\t\tv1\trdma0"])  # GID not as show_gids writes it
+def test_show_gids_row_that_is_not_one_is_refused(row: str) -> None:
+    header = recorded("show_gids", "rdma0_tabs_ipv4_v2_at_index3").splitlines()[:2]
+    with pytest.raises(ParseError, match="not a GID row"):
+        parse_show_gids("\n".join([*header, row, "n_gids_found=1"]))
+
+
 def test_mlnx_qos_with_an_unknown_line_is_refused() -> None:
     with pytest.raises(ParseError, match="not a line mlnx_qos prints"):
-        parse_mlnx_qos(recorded("mlnx_qos", "dscp_trust_pfc_on_priority5") + "Sending something else\n")
+        parse_mlnx_qos(recorded("mlnx_qos", "dscp_trust_pfc_on_priority3_tsa_vendor") + "Sending something else\n")
 
 
 def test_lspci_detail_before_any_device_is_refused() -> None:
@@ -69,6 +87,13 @@ def test_text_without_nccl_lines_is_refused() -> None:
 def test_veth_statistics_have_no_flow_counters() -> None:
     with pytest.raises(ParseError, match="pause"):
         parse_ethtool_flow(recorded("ethtool_stats", "veth"))
+
+
+def test_grep_of_per_priority_traffic_is_no_flow_reading() -> None:
+    """byteps#179's `ethtool -S | grep prio`: per-priority bytes, no pause counter; the flow parser refuses it
+    rather than report a NIC with nothing paused."""
+    with pytest.raises(ParseError, match="pause"):
+        parse_ethtool_flow(recorded("ethtool_stats", "mlx5_grep_prio_all_traffic_on_priority0"))
 
 
 def test_bridges_above_a_device_nearest_first() -> None:

@@ -17,6 +17,9 @@ TRUST = re.compile(r"^Priority trust state:\s*(pcp|dscp)\s*$")
 DSCP_ROW = re.compile(r"^prio:(\d) dscp:((?:\d{1,2},)*\d{1,2}),?$")
 TC = re.compile(r"^tc: (\d) ratelimit: .*tsa: \S+")
 TC_PRIORITY = re.compile(r"^priority:\s+(\d)$")
+# One show_gids row, its columns joined by single spaces: the IPv4 and netdev columns may be empty.
+GID_ROW = re.compile(r"(\S+) (\d+) (\d+) ([0-9a-f]{4}(?::[0-9a-f]{4}){7})"
+                     r"(?: ((?:\d{1,3}\.){3}\d{1,3}))? (v[12])(?: (\S+))?")
 
 
 def parse_mlnx_qos(text: str) -> MlnxQos:
@@ -81,15 +84,16 @@ def parse_show_gids(text: str) -> tuple[GidEntry, ...]:
 
 
 def _gid(line: str, number: int) -> GidEntry:
+    """DEV PORT INDEX GID [IPv4] VER [DEV]: the IPv4 column is empty for a GID that is not IPv4-mapped, and
+    the netdev column for a port with no netdev (an InfiniBand port of a mixed host prints 'v1' and nothing
+    after it); the columns are tab-separated, or spaces where a paste turned tabs into spaces."""
     words = line.split()
-    if len(words) not in (6, 7) or not words[1].isdigit() or not words[2].isdigit():
+    match = GID_ROW.fullmatch(" ".join(words))
+    if match is None:
         raise ParseError(GIDS_TOOL, number, f"not a GID row: {line.strip()[:80]!r}")
-    ipv4 = words[4] if len(words) == 7 else None
-    version = words[-2]
-    if version not in ("v1", "v2") or not re.fullmatch(r"[0-9a-f]{4}(:[0-9a-f]{4}){7}", words[3]):
-        raise ParseError(GIDS_TOOL, number, f"bad GID or version in {line.strip()[:80]!r}")
-    return GidEntry(hca=words[0], port=int(words[1]), index=int(words[2]), gid=words[3], ipv4=ipv4,
-                    version="v1" if version == "v1" else "v2", netdev=words[-1])
+    hca, port, index, gid, ipv4, version, netdev = match.groups()
+    return GidEntry(hca=hca, port=int(port), index=int(index), gid=gid, ipv4=ipv4,
+                    version="v1" if version == "v1" else "v2", netdev=netdev)
 
 
 def parse_gpu_bus_ids(text: str) -> dict[str, str]:
