@@ -53,7 +53,7 @@ def test_show_gids_cut_short_is_refused() -> None:
 
 def test_show_gids_row_of_a_port_without_netdev_is_read() -> None:
     """An InfiniBand port on a mixed host prints no IPv4 and no netdev column (recorded: 'mlx5_5 1 0 fe80:... v1')."""
-    rows = parse_show_gids(recorded("show_gids", "cx5_eight_hcas_ib_port_without_netdev"))
+    rows = parse_show_gids(recorded("show_gids", "mlx5_eight_hcas_ib_port_without_netdev"))
     assert [(r.hca, r.index, r.ipv4, r.version, r.netdev) for r in rows if r.netdev is None] == [
         ("mlx5_5", 0, None, "v1", None)]
 
