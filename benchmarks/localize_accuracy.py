@@ -34,18 +34,20 @@ from typing import Any
 
 from plan_scale import build_spec  # type: ignore[import-not-found]
 
+from gpunet.api.fabric import LocalizeSource, localize
 from gpunet.design import design
 from gpunet.fabric.cabling import cable_name
+from gpunet.fabric.observed import End
 from gpunet.lab.build import LAB_PLAN, lab_down, lab_up, node_argv
 from gpunet.lab.faults import apply_fault, heal
-from gpunet.lab.state import lab_dir, read_state
+from gpunet.lab.state import lab_dir
 from gpunet.localize.counters import MIN_DAMAGE
-from gpunet.localize.probing import ProbeSettings, endpoints, make_flows, pairs, trace_paths
+from gpunet.localize.probing import HopMap, ProbeSettings, endpoints, make_flows, pairs, trace_paths
 from gpunet.localize.report import Suspect, merge, probing_suspect
-from gpunet.localize.run import lab_hop_map, localize_lab
 from gpunet.localize.tomography import PathSample, blame, candidates
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Link, Plan
+from gpunet.reach import Reach
 from gpunet.spec.examples import example_text
 from gpunet.spec.loader import parse_spec
 
@@ -217,7 +219,7 @@ def in_the_lab(trials: int, clean: int, rng: random.Random) -> dict[str, Any]:
             if link is not None:
                 apply_fault(lab, f"{link.a.device}:{link.a.port}", "loss", str(loss))
             started = time.monotonic()
-            report = localize_lab(lab)
+            report = localize(LocalizeSource(lab=lab))
             score.seconds.append(time.monotonic() - started)
             score.add([cable_name(link)] if link else [], list(report.suspects))
             heal(lab)
@@ -231,9 +233,8 @@ def in_the_lab(trials: int, clean: int, rng: random.Random) -> dict[str, Any]:
 
 def _covered(plan: Plan, plane: str) -> set[str]:
     """Cables the probes cover (a trace, no packets counted): faults go only where probing can see."""
-    state = read_state(LAB)
-    assert state is not None
-    hop_map = lab_hop_map(state, plan)
+    ports, devices = Reach.of_lab(LAB).hop_addresses()
+    hop_map = HopMap(plan, {a: End(*end) for a, end in ports.items()}, devices)
     flows = make_flows(pairs(endpoints(plan, plane)), ProbeSettings().flows_per_pair)
     tiers = {c.plane: c.tiers for c in plan.capacity}
     paths = trace_paths(lambda node, argv: node_argv(LAB, node, argv), flows, hop_map, 2 * tiers[plane])

@@ -151,6 +151,11 @@ class Reach:
         """A lab's Mbit/s per plan Gbit/s on its shaped links; None on real hardware."""
         return _lab_state(self.lab or "").scale_mbit_per_gbit if self.kind == "lab" else None
 
+    def counter_root(self, node: str) -> str:
+        """Where a node's /sys and /proc are read from for its counters: its own, or in a lab the
+        server's own file tree (where a test replays recorded NIC counters; the lab has no NICs)."""
+        return str(apply_paths(self.lab or "")[0] / node) if self.kind == "lab" else "/"
+
     def gpunet_argv(self) -> list[str]:
         """gpunet on the nodes: a lab's servers share this machine's files, so this very gpunet."""
         return [sys.executable, "-m", "gpunet"] if self.kind == "lab" else ["gpunet"]

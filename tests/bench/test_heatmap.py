@@ -13,6 +13,7 @@ import pytest
 
 from gpunet.bench.heatmap import (
     ABOVE_COLOUR,
+    CONGESTED_COLOUR,
     FAILED_COLOUR,
     INCONCLUSIVE_COLOUR,
     UNMEASURED_COLOUR,
@@ -70,10 +71,10 @@ def test_the_arrays_drawn_hold_the_same_cells_as_the_matrix_printed() -> None:
     results = [m("b", "a", 9.0), m("a", "c", 5.0, "low"), m("c", "a", 2.0, "low"), m("gpu10", "gpu2", 9.96),
                m("b", "d", 0.0, "failed", expected=None), m("a", "d", 9.9, "inconclusive"),
                m("c", "d", 9.8, rail=0), m("c", "d", 6.0, "low", rail=1), m("c", "d", 9.0, "inconclusive", rail=2),
-               m("b", "c", 7.0, "mystery")]
+               m("b", "c", 7.0, "mystery"), m("d", "a", 6.5, "congested")]
     matrix, grid = percent_matrix(results), grid_of(cells_of(results))
     assert grid.names == matrix.names == ("a", "b", "c", "d", "gpu2", "gpu10")
-    rank = {None: -1, "ok": 0, "inconclusive": 1, "low": 2, "failed": 3, "mystery": 3}
+    rank = {None: -1, "ok": 0, "inconclusive": 1, "congested": 2, "low": 3, "failed": 4, "mystery": 4}
     assert grid.rank.tolist() == [[rank[s] for s in row] for row in matrix.status]
     assert [[None if math.isnan(p) else round(p, 4) for p in row] for row in grid.percent.tolist()] == [
         [None if math.isnan(p) else round(p, 4) for p in row] for row in matrix.percent]
@@ -90,9 +91,10 @@ def test_a_cell_that_reads_100_always_has_one_colour() -> None:
 
 
 def test_failed_inconclusive_and_unmeasured_cells_have_colours_of_their_own() -> None:
-    colours = cell_colours([[0.0, 97.0, math.nan, 97.0, 60.0]], [[3, 1, -1, 0, 2]])[0].tolist()
+    colours = cell_colours([[0.0, 97.0, math.nan, 97.0, 60.0, 60.0]], [[4, 1, -1, 0, 3, 2]])[0].tolist()
     assert colours[:3] == [rgba(FAILED_COLOUR), rgba(INCONCLUSIVE_COLOUR), rgba(UNMEASURED_COLOUR)]
-    assert len({tuple(c) for c in colours}) == 5  # ok at 97 and low at 60 on the scale, each its own
+    assert colours[5] == rgba(CONGESTED_COLOUR)
+    assert len({tuple(c) for c in colours}) == 6  # ok at 97 and low at 60 on the scale, each its own
 
 
 def rgba(colour: str) -> list[int]:

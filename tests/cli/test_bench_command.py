@@ -194,8 +194,8 @@ def test_history_has_the_plane_and_piped_tables_do_not_wrap(tmp_path: Path) -> N
              measurements=[m(long, f"{long}-peer", 9.0), m("a", "b", 4.0, "low"), m("a", "c", 9.0, "inconclusive")])
     shown = runner.invoke(app, ["bench", "history", "--db", str(path)])
     header, row = (line.split() for line in shown.stdout.splitlines() if line.split()[:1] in (["run"], ["1"]))
-    assert header == ["run", "started", "tool", "pattern", "plane", "pairs", "flagged", "inconclusive"]
-    assert row[2:] == ["iperf3", "all-pairs", "storage", "3", "1", "1"]
+    assert header == ["run", "started", "tool", "pattern", "plane", "pairs", "flagged", "congested", "inconclusive"]
+    assert row[2:] == ["iperf3", "all-pairs", "storage", "3", "1", "0", "1"]
     compared = runner.invoke(app, ["bench", "compare", "1", "1", "--db", str(path)])
     lines = [line for line in compared.stdout.splitlines() if long in line]
     assert len(lines) == 1 and len(lines[0]) > 80 and lines[0].split()[:2] == [long, f"{long}-peer"]

@@ -258,3 +258,21 @@ def test_the_recorded_faulted_simulator_fabric_gives_its_four_faults(tiny_ib: Pl
         ("width", ("comp-leaf003:3 comp-spine001:3",)),
     ]
     assert report.counts == {"ok": 11, "missing": 1, "swapped": 2, "speed": 1, "width": 1}
+
+
+def test_nics_on_another_rails_leaf_break_the_rail_predicate() -> None:
+    """scalable-unit (8 rails, full leaves): gpu001's rail-0 and rail-1 cables swapped at the leaves is
+    one swap, and each NIC's rail finding says which rail it now lands on."""
+    plan = plan_of(example_text("scalable-unit"))
+    observation = as_planned(plan, {"compute"})
+    first, second = (next(link for link in plan.links if End("gpu001", f"ib{n}") in ends(link)) for n in (0, 1))
+    (nic0, leaf0), (nic1, leaf1) = ends(first), ends(second)
+    crossed = [Seen(nic0, leaf1, width=4, speed="HDR"), Seen(nic1, leaf0, width=4, speed="HDR")]
+    report = check_cabling(plan, replace(observation, [seen_of(observation, first), seen_of(observation, second)],
+                                         crossed), {"compute"})
+    assert sorted(f.kind for f in report.findings) == ["rail", "rail", "swapped"]
+    rail = sorted((f for f in report.findings if f.kind == "rail"), key=lambda f: f.observed)
+    assert [f.cables for f in rail] == [(cable_name(first),), (cable_name(second),)]
+    assert rail[0].observed == f"gpu001:ib0 (rail 0) lands on {leaf1.device}, a rail 1 leaf"
+    assert rail[0].fix == f"move the cable of gpu001:ib0 to a rail 0 leaf (the plan: {leaf0})"
+    assert not [f for f in check_cabling(plan, observation, {"compute"}).findings if f.kind == "rail"]

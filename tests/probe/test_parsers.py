@@ -23,6 +23,8 @@ from gpunet.errors import ParseError
 from gpunet.fabric.counters import parse_ibqueryerrors, parse_ip_link_stats
 from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
 from gpunet.fabric.lldp import parse_lldpcli_json
+from gpunet.probe.flow import parse_ethtool_flow
+from gpunet.probe.nccl_log import parse_nccl_debug_log
 from gpunet.probe.parsers import (
     parse_ethtool_link,
     parse_ethtool_stats,
@@ -37,7 +39,10 @@ from gpunet.probe.parsers import (
     parse_proc_snmp6,
     parse_sshd_t,
 )
+from gpunet.probe.pci import parse_lspci
+from gpunet.probe.roce import parse_mlnx_qos, parse_show_gids
 from gpunet.probe.rulesets import parse_iptables_save, parse_nft_ruleset
+from gpunet.probe.topo import parse_nvidia_smi_topo
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 PARSERS: dict[str, Callable[[str], Any]] = {
@@ -64,6 +69,13 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "ibnetdiscover": parse_ibnetdiscover,
     "ibqueryerrors": parse_ibqueryerrors,
     "ip_link_stats_json": lambda text: parse_ip_link_stats(text, "comp-leaf001"),
+    # the GPU node's RDMA path
+    "nvidia_smi_topo": parse_nvidia_smi_topo,
+    "lspci": parse_lspci,
+    "mlnx_qos": parse_mlnx_qos,
+    "show_gids": parse_show_gids,
+    "nccl_debug_log": parse_nccl_debug_log,
+    "ethtool_flow": parse_ethtool_flow,  # mlx5 ethtool -S, its pause/ECN/discard counters
 }
 
 

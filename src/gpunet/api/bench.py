@@ -87,7 +87,8 @@ def _setup(wanted: BenchRun, plan: Path | None, lab: str | None) -> BenchSetup:
                          "can)")
     reached = Reach.of_lab(lab) if lab is not None else Reach.of_nodes(plan)
     setup = BenchSetup(plan=reached.plan() or plan_of(None), on_node=reached.node_argv, plane=wanted.plane,
-                       seconds=wanted.seconds, tool=wanted.tool, scale=reached.lab_scale())
+                       seconds=wanted.seconds, tool=wanted.tool, scale=reached.lab_scale(),
+                       counter_root=reached.counter_root)
     retries = 0 if wanted.pattern == "incast" else wanted.retry_inconclusive  # one pair alone is no incast
     return replace(setup, congestion=wanted.congestion, retries=retries)
 

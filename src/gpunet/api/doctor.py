@@ -29,11 +29,12 @@ FLEET_TIMEOUT_S = 120  # per node, beyond the counter interval
 
 
 def doctor(plan: Path | None, node: str | None, *, peers: bool, interval: float, listen: bool = False,
-           listening: str = "", skip_peers: str = "") -> tuple[NodeState, list[Finding]]:
+           listening: str = "", skip_peers: str = "", nccl_log: Path | None = None) -> tuple[NodeState, list[Finding]]:
     """Every applicable check on this node (`node`: its name in the plan, default its hostname);
-    with `peers`, every peer pinged and connected to on every plane, except `skip_peers`."""
+    with `peers`, every peer pinged and connected to on every plane, except `skip_peers`; with
+    `nccl_log`, what a job's NCCL_DEBUG=INFO log says it used (GPUDirect RDMA, SHARP, HCAs)."""
     return doctor_node(_plan(plan), node, peers=peers, interval=interval, listen=listen,
-                       listening=_names(listening), skip_peers=_names(skip_peers))
+                       listening=_names(listening), skip_peers=_names(skip_peers), nccl_log=nccl_log)
 
 
 def _plan(source: Path | None) -> Plan | None:

@@ -19,8 +19,10 @@ from gpunet.model.base import Frozen
 from gpunet.model.spec import PlaneName
 from gpunet.spec.loader import parse_yaml_document, real_errors
 
-Verdict = Literal["ok", "warn", "fail", "new", "missing", "inconclusive"]
-FAILING: tuple[Verdict, ...] = ("fail", "missing")  # a pair gone from the current run fails like a regression
+Verdict = Literal["ok", "warn", "fail", "new", "missing", "inconclusive", "congested"]
+# A pair gone from the current run fails like a regression; one slower because the fabric paused it
+# (congested: its reason names the pause or CNP counters) is one too, told apart from a slow link.
+FAILING: tuple[Verdict, ...] = ("fail", "missing", "congested")
 Key = tuple[str, str, str, str, int | None]  # source, destination, plane, metric, rail
 
 # Used when no rules file is given. First matching rule wins, so the specific come first:
@@ -108,7 +110,7 @@ class Comparison(Frozen):
     current: float | None
     variance: float | None  # (current − baseline) / baseline; None without both (or a zero baseline)
     verdict: Verdict
-    reason: str | None = None  # inconclusive: which run's measurement had a saturated end, and why
+    reason: str | None = None  # inconclusive: which run had a saturated end; congested: the pause/CNP counters
 
 
 class _Side(NamedTuple):
@@ -118,6 +120,7 @@ class _Side(NamedTuple):
     unit: str
     failed: bool  # every conclusive one failed
     inconclusive: str | None  # none conclusive: the reason of the first
+    congested: str | None = None  # every conclusive one congested: the reason of the first
 
 
 def _out_of_order(low: float | None, high: float | None) -> bool:
@@ -153,8 +156,9 @@ def _side(ms: list[Measurement]) -> _Side:
     judged = [m for m in ms if m.status != "inconclusive"]
     inconclusive = None if judged else (ms[0].reason or "an end was saturated")
     judged = judged or ms
+    congested = judged[0].reason if all(m.status == "congested" for m in judged) else None
     return _Side(statistics.median(m.value for m in judged), ms[0].unit, all(m.status == "failed" for m in judged),
-                 inconclusive)
+                 inconclusive, congested)
 
 
 def _sort_key(key: Key) -> tuple[str, str, str, str, int]:
@@ -170,9 +174,11 @@ def _compare_one(key: Key, before: _Side | None, after: _Side | None, rules: Rul
     reason = _inconclusive(before, after)
     verdict: Verdict = ("missing" if after is None else "fail" if after.failed else "inconclusive" if reason
                         else "new" if variance is None else rules.verdict(metric, plane, variance))
+    if verdict in ("warn", "fail", "new") and after is not None and after.congested:
+        verdict, reason = "congested", f"current: {after.congested}"
     return Comparison(source=source, destination=destination, plane=plane, metric=metric, rail=rail, unit=unit,
                       baseline=old, current=new, variance=variance, verdict=verdict,
-                      reason=reason if verdict == "inconclusive" else None)
+                      reason=reason if verdict in ("inconclusive", "congested") else None)
 
 
 def _inconclusive(before: _Side | None, after: _Side | None) -> str | None:

@@ -26,12 +26,15 @@ ANNOTATE_UP_TO = 16  # nodes: above this, numbers in cells are unreadable
 LABEL_UP_TO = 64  # nodes: above this, no names on the axes
 DPI = 100
 # The worst of several measurements of one cell wins: a low rail shows over an inconclusive one.
-STATUS_RANK = {"ok": 0, "inconclusive": 1, "low": 2, "failed": 3}
+# A congested pair (low, and its ends paused or got CNPs) ranks below an unexplained low one.
+STATUS_RANK = {"ok": 0, "inconclusive": 1, "congested": 2, "low": 3, "failed": 4}
 UNMEASURED, FAILED, INCONCLUSIVE = -1, STATUS_RANK["failed"], STATUS_RANK["inconclusive"]
+CONGESTED = STATUS_RANK["congested"]
 ABOVE_COLOUR = "#2b6cb0"  # above 100 % (blue)
 UNMEASURED_COLOUR = "#d0d0d0"  # nothing measured, or no expectation (grey)
 FAILED_COLOUR = "#1a1a1a"  # the tool measured nothing (black, not the grey of unmeasured)
 INCONCLUSIVE_COLOUR = "#9f7aea"  # an end was saturated (violet, hatched where cells are large)
+CONGESTED_COLOUR = "#dd6b20"  # low, with pause or CNP growth at an end: flow control (orange, dotted)
 # Past LABEL_UP_TO nodes a cell is a whole number of pixels, about BIG_AXES_PX across in all: every
 # pair stays visible (one pixel each from 2 400 nodes) and the PNG stays a few megapixels (a 40-inch
 # figure of 2 000 nodes was 16.6 Mpx, 3-6 s to encode).
@@ -159,13 +162,13 @@ def cell_colours(percent: Any, rank: Any) -> np.ndarray[Any, np.dtype[np.uint8]]
     shown = np.round(np.asarray(percent, dtype=float))
     index = np.where(np.isnan(shown), NO_SCALE, np.clip(np.nan_to_num(shown), 0, ABOVE))
     status = np.asarray(rank)
-    index = np.select([status == FAILED, status == INCONCLUSIVE, status == UNMEASURED],
-                      [FAILED_SLOT, INCONCLUSIVE_SLOT, NO_SCALE], index)
+    index = np.select([status == FAILED, status == INCONCLUSIVE, status == CONGESTED, status == UNMEASURED],
+                      [FAILED_SLOT, INCONCLUSIVE_SLOT, CONGESTED_SLOT, NO_SCALE], index)
     return _palette(np)[index.astype(np.intp)]  # type: ignore[no-any-return]
 
 
 # Slots of the palette: 0..100 the whole percents, then above 100, then the colours off the scale.
-ABOVE, NO_SCALE, FAILED_SLOT, INCONCLUSIVE_SLOT = 101, 102, 103, 104
+ABOVE, NO_SCALE, FAILED_SLOT, INCONCLUSIVE_SLOT, CONGESTED_SLOT = 101, 102, 103, 104, 105
 
 
 def _palette(np: Any) -> Any:
@@ -173,7 +176,7 @@ def _palette(np: Any) -> Any:
 
     cmap, norm = _scale()
     scale = cmap(norm(np.arange(0, ABOVE, dtype=float)), bytes=True)
-    off_scale = to_rgba_array([ABOVE_COLOUR, UNMEASURED_COLOUR, FAILED_COLOUR, INCONCLUSIVE_COLOUR])
+    off_scale = to_rgba_array([ABOVE_COLOUR, UNMEASURED_COLOUR, FAILED_COLOUR, INCONCLUSIVE_COLOUR, CONGESTED_COLOUR])
     return np.vstack([scale, (off_scale * 255).round().astype(np.uint8)])
 
 
@@ -274,6 +277,7 @@ def _legend(figure: Figure, axes: Axes, fixed: bool) -> None:
     mappable = ScalarMappable(norm=norm, cmap=cmap)
     handles = [Patch(facecolor=ABOVE_COLOUR, label="above 100 %"), Patch(facecolor=FAILED_COLOUR, label="failed"),
                Patch(facecolor=INCONCLUSIVE_COLOUR, hatch="//", label="inconclusive"),
+               Patch(facecolor=CONGESTED_COLOUR, hatch="..", label="flow control / congestion"),
                Patch(facecolor=UNMEASURED_COLOUR, label="not measured")]
     if not fixed:
         figure.colorbar(mappable, ax=axes, extend="max", label="% of expected")
@@ -295,8 +299,10 @@ def _label_axes(axes: Axes, names: tuple[str, ...]) -> None:
 def _hatch_inconclusive(axes: Axes, grid: Grid) -> None:
     from matplotlib.patches import Rectangle  # noqa: PLC0415
 
-    for i, j in zip(*(grid.rank == INCONCLUSIVE).nonzero(), strict=True):
-        axes.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="//", edgecolor="white", linewidth=0))
+    for rank, hatch in ((INCONCLUSIVE, "//"), (CONGESTED, "..")):
+        for i, j in zip(*(grid.rank == rank).nonzero(), strict=True):
+            axes.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch=hatch, edgecolor="white",
+                                     linewidth=0))
 
 
 def _annotate(axes: Axes, grid: Grid) -> None:

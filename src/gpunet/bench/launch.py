@@ -74,6 +74,7 @@ class NcclJob:
     max_bytes: str = "8G"
     factor: int = 2
     iterations: int = 20
+    connections: tuple[str, ...] = ()  # NCCL_DEBUG settings that log how NCCL connected (bench/sharp.py)
 
 
 def nccl_argv(launcher: str, nodes: Sequence[str], gpus_per_node: int, job: NcclJob) -> list[str]:
@@ -83,11 +84,12 @@ def nccl_argv(launcher: str, nodes: Sequence[str], gpus_per_node: int, job: Nccl
     test = [job.test, "-b", job.min_bytes, "-e", job.max_bytes, "-f", str(job.factor), "-g", "1",
             "-n", str(job.iterations)]
     if launcher == "srun":
+        exported = ["--export=ALL," + ",".join(job.connections)] if job.connections else []
         return ["srun", f"--nodes={len(nodes)}", f"--ntasks-per-node={gpus_per_node}",
-                f"--nodelist={fold(nodes)}", "--mpi=pmix", *test]
+                f"--nodelist={fold(nodes)}", "--mpi=pmix", *exported, *test]
     if launcher == "mpirun":
         hosts = ",".join(f"{n}:{gpus_per_node}" for n in nodes)
-        passed = [a for pair in NCCL_ENV_PASSED for a in ("-x", pair)]
+        passed = [a for pair in (job.connections or NCCL_ENV_PASSED) for a in ("-x", pair)]
         return ["mpirun", "-np", str(len(nodes) * gpus_per_node), "--host", hosts, "--bind-to", "none",
                 *passed, *test]
     raise UsageError(f"unknown launcher {launcher!r}; use srun or mpirun")

@@ -7,10 +7,11 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpunet.bench import pair_interfaces
 from gpunet.bench.expected import rdma_expected_gbps, tcp_expected_gbps
+from gpunet.bench.flow import EndCounters, end_counters, flow_sample_argv, flow_verdict
 from gpunet.bench.health import CPU_SAMPLE_ARGV, EndHealth, end_health, verdict, with_tool_cpu
 from gpunet.bench.iperf3 import Iperf3Result, parse_iperf3_json
 from gpunet.bench.launch import (
@@ -25,6 +26,7 @@ from gpunet.bench.launch import (
 from gpunet.bench.nccl import parse_nccl_tests
 from gpunet.bench.perftest import parse_perftest
 from gpunet.bench.schedule import Pair, Round, rail_of
+from gpunet.bench.sharp import DEBUG_ENV, busbw_of
 from gpunet.bench.store import Measurement
 from gpunet.errors import ParseError, UsageError
 from gpunet.model.nodeset import fold
@@ -59,6 +61,9 @@ class BenchSetup:
     # Rounds of re-measuring inconclusive pairs (an end was saturated), one pair at a time, after
     # the scheduled rounds: the pattern's own load is gone, and a passing burst of other work may be.
     retries: int = 1
+    # Where each node's flow counters are read from: "/" on nodes; a lab server's own tree in a lab
+    # (its servers have no NIC counters of their own: recorded ones are replayed from there).
+    counter_root: Callable[[str], str] = lambda node: "/"
 
 
 def _no_progress(done: int, total: int, what: str) -> None:
@@ -117,20 +122,30 @@ def measure_pair(setup: BenchSetup, pair: Pair, attempt: int = 1) -> Measurement
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.3 if setup.tool == "iperf3" else 1.0)  # the server binds (perftest opens the HCA) first
-        before = _sample_ends(setup, pair)
+        before, flow_before = _sample_ends(setup, pair)
         raw = _client_output(setup.on_node(pair[0], commands.client), setup.seconds + setup.omit + 30)
-        after = _sample_ends(setup, pair)
+        after, flow_after = _sample_ends(setup, pair)
     finally:
         if server.poll() is None:
             server.kill()
         server.wait(timeout=10)
-    return _measurement(setup, pair, raw, _health(setup, pair, before, after, _iperf3(setup.tool, raw)), attempt)
+    counters = (end_counters(pair[0], "client", flow_before[0], flow_after[0]),
+                end_counters(pair[1], "server", flow_before[1], flow_after[1]))
+    return _measurement(setup, pair, raw, _health(setup, pair, before, after, _iperf3(setup.tool, raw)), attempt,
+                        counters=counters)
 
 
-def _sample_ends(setup: BenchSetup, pair: Pair) -> tuple[str | None, str | None]:
-    """CPU_SAMPLE_ARGV's output on both ends at once, through the runner that runs the tool there."""
+Samples = tuple[str | None, str | None]
+
+
+def _sample_ends(setup: BenchSetup, pair: Pair) -> tuple[Samples, Samples]:
+    """CPU_SAMPLE_ARGV's and the flow counters' output on both ends at once, through the runner that runs
+    the tool there."""
+    ends = pair_interfaces(setup.plan, setup.plane, pair)
     procs = [_start(setup.on_node(node, CPU_SAMPLE_ARGV)) for node in pair]
-    return _stdout(procs[0]), _stdout(procs[1])
+    flows = [_start(setup.on_node(node, flow_sample_argv(setup.plan, iface, setup.counter_root(node))))
+             for node, iface in zip(pair, ends, strict=True)]
+    return (_stdout(procs[0]), _stdout(procs[1])), (_stdout(flows[0]), _stdout(flows[1]))
 
 
 def _start(argv: list[str]) -> subprocess.Popen[str] | None:
@@ -199,15 +214,15 @@ def _technology(setup: BenchSetup) -> str:
 
 
 def _measurement(setup: BenchSetup, pair: Pair, raw: str, health: tuple[EndHealth, ...] = (),
-                 attempt: int = 1) -> Measurement:
+                 attempt: int = 1, *, counters: tuple[EndCounters, ...] = ()) -> Measurement:
     value = _value(setup.tool, raw)
     a, b = pair_interfaces(setup.plan, setup.plane, pair)
     expected = (rdma_expected_gbps(a, b, _technology(setup)) if setup.tool in PERFTEST_TOOLS
                 else tcp_expected_gbps(a, b, setup.scale))
-    status, reason = verdict(value, expected, health)
+    status, reason = flow_verdict(*verdict(value, expected, health), counters)
     return Measurement(source=pair[0], destination=pair[1], plane=setup.plane, metric="throughput",
                        value=value or 0.0, unit="Gb/s", expected=round(expected, 6), status=status, raw=raw,
-                       rail=rail_of(pair), health=health, reason=reason, attempts=attempt)
+                       rail=rail_of(pair), health=health, reason=reason, attempts=attempt, counters=counters)
 
 
 def _value(tool: str, raw: str) -> float | None:
@@ -230,13 +245,15 @@ def run_nccl(plan: Plan, nodes: list[str], job: NcclJob, launcher: str, *, run: 
     gpus = min((n.gpus for n in plan.nodes if n.name in set(nodes)), default=0)
     if gpus < 1:
         raise UsageError(f"{fold(nodes)} have no GPUs in the Plan")
+    if any(p.sharp for p in plan.planes if p.name == "compute"):
+        job = replace(job, connections=DEBUG_ENV)  # the log then says whether CollNet/SHARP was used
     done = run(nccl_argv(launcher, nodes, gpus, job), check=False, timeout=timeout)
     raw = done.stdout + done.stderr
     try:
         result = parse_nccl_tests(done.stdout)
     except ParseError:
         result = None
-    value = result.avg_busbw_gbs if result and result.avg_busbw_gbs is not None else 0.0
+    busbw, why = busbw_of(result, raw) if result else (None, None)
     status = "ok" if result is not None and result.ok and done.returncode == 0 else "failed"
-    return Measurement(source=fold(nodes), destination=job.test, plane="compute",
-                       metric="busbw", value=value, unit="GB/s", expected=None, status=status, raw=raw)
+    return Measurement(source=fold(nodes), destination=job.test, plane="compute", metric="busbw",
+                       value=busbw or 0.0, unit="GB/s", expected=None, status=status, raw=raw, reason=why)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
+from gpunet.bench.flow import EndCounters
 from gpunet.bench.health import EndHealth
 from gpunet.errors import UsageError
 from gpunet.model.base import Frozen
@@ -27,12 +28,12 @@ CREATE TABLE IF NOT EXISTS measurements (
     run_id INTEGER NOT NULL REFERENCES runs(id), source TEXT NOT NULL, destination TEXT NOT NULL,
     plane TEXT NOT NULL, metric TEXT NOT NULL, value REAL NOT NULL, unit TEXT NOT NULL,
     expected REAL, status TEXT NOT NULL, raw TEXT NOT NULL, rail INTEGER, health TEXT, reason TEXT,
-    attempts INTEGER NOT NULL DEFAULT 1, cell INTEGER
+    attempts INTEGER NOT NULL DEFAULT 1, cell INTEGER, counters TEXT
 );
 """
 # Columns added since the first schema, added to an older database when it is next written to.
 ADDED_COLUMNS = {"rail": "INTEGER", "health": "TEXT", "reason": "TEXT", "attempts": "INTEGER NOT NULL DEFAULT 1",
-                 "cell": "INTEGER"}
+                 "cell": "INTEGER", "counters": "TEXT"}
 # A run's cells read from an index without touching the rows: raw outputs (tens of kB each, and
 # the columns after them) stay on disk when a 2 000-node run's matrix is drawn. `cell` is the
 # measurement as a matrix cell (cell_code), written with it: 2 million cells cost no arithmetic.
@@ -40,8 +41,9 @@ CELLS_INDEX = "CREATE INDEX IF NOT EXISTS measurements_cells ON measurements (ru
 QUERY_SECONDS = 60  # a backstop: runs and measurements must be plain tables, so reads are linear
 MAX_RAW = 1 << 20  # a measurement's raw tool output: iperf3's JSON is tens of kB
 MAX_HEALTH = 1 << 14  # two ends' health as JSON: a few hundred bytes
+MAX_COUNTERS = 1 << 16  # two ends' counter growth as JSON
 COLUMNS = ("source", "destination", "plane", "metric", "value", "unit", "expected", "status", "raw", "rail",
-           "health", "reason", "attempts")
+           "health", "reason", "attempts", "counters")
 WRITTEN = (*COLUMNS, "cell")
 
 
@@ -53,12 +55,14 @@ class Measurement(Frozen):
     value: float
     unit: str  # Gb/s
     expected: float | None = None
-    status: str  # ok | inconclusive (an end was saturated: see reason) | low | failed
+    status: str  # ok | inconclusive (an end was saturated) | congested (low, and the ends paused or got CNPs:
+    # reason "flow control: ..." or "congestion: ...") | low | failed
     raw: str = ""
     rail: int | None = None  # the rail measured (rail pattern); None for the plane as a whole
     health: tuple[EndHealth, ...] = ()  # each end's CPU over the measurement's window
     reason: str | None = None  # why the status: which end was saturated, by which figure
     attempts: int = 1  # measured this many times (a retry of an inconclusive pair counts)
+    counters: tuple[EndCounters, ...] = ()  # each end's pause/ECN/CNP counter growth over the window
 
     @property
     def percent_of_expected(self) -> float | None:
@@ -83,6 +87,7 @@ class RunSummary(Frozen):
     measurements: int
     flagged: int  # low or failed
     inconclusive: int = 0
+    congested: int = 0  # low with pause or CNP growth at an end
 
 
 @dataclass(frozen=True)
@@ -117,11 +122,13 @@ def cell_code(percent: float | None, status: str) -> int:
 
 
 HEALTH = TypeAdapter(tuple[EndHealth, ...])
+COUNTERS = TypeAdapter(tuple[EndCounters, ...])
 
 
 def _column(name: str) -> str:
     """A column as read: text cut to a bound (a crafted row of 400 MB is not loaded whole)."""
     return {"raw": f"substr(raw, 1, {MAX_RAW})", "health": f"substr(health, 1, {MAX_HEALTH})",
+            "counters": f"substr(counters, 1, {MAX_COUNTERS})",
             "reason": "substr(reason, 1, 1024)", "value": "value", "expected": "expected", "rail": "rail",
             "attempts": "attempts"}.get(name, f"substr({name}, 1, 256)")
 
@@ -209,7 +216,8 @@ def add_measurements(path: Path, run_id: int, measurements: list[Measurement]) -
 
 def _row(m: Measurement) -> tuple[object, ...]:
     """The values of WRITTEN for a measurement."""
-    fields = (HEALTH.dump_json(m.health).decode() if c == "health" else getattr(m, c) for c in COLUMNS)
+    fields = (HEALTH.dump_json(m.health).decode() if c == "health" else COUNTERS.dump_json(m.counters).decode()
+              if c == "counters" else getattr(m, c) for c in COLUMNS)
     return (*fields, cell_code(m.percent_of_expected, m.status))
 
 
@@ -228,10 +236,10 @@ def history(path: Path, limit: int = 20) -> list[RunSummary]:
         rows = db.execute(
             "SELECT r.id, substr(r.started, 1, 64), substr(r.tool, 1, 64), substr(r.pattern, 1, 64), "
             "substr(r.arguments, 1, 1024), COUNT(m.run_id), SUM(m.status IN ('low', 'failed')), "
-            "SUM(m.status = 'inconclusive') FROM runs r "
+            "SUM(m.status = 'inconclusive'), SUM(m.status = 'congested') FROM runs r "
             "LEFT JOIN measurements m ON m.run_id = r.id GROUP BY r.id ORDER BY r.id DESC LIMIT ?", (limit,)).fetchall()
         return [RunSummary(id=r[0], started=r[1], tool=r[2], pattern=r[3], plane=_plane(r[4]), measurements=r[5],
-                           flagged=r[6] or 0, inconclusive=r[7] or 0) for r in rows]
+                           flagged=r[6] or 0, inconclusive=r[7] or 0, congested=r[8] or 0) for r in rows]
 
 
 def _plane(arguments: object) -> str:
@@ -252,10 +260,12 @@ def measurements(path: Path, run_id: int) -> list[Measurement]:
 
 def _measurement(row: Sequence[object]) -> Measurement:
     fields = dict(zip(COLUMNS, row, strict=True))
-    health = fields["health"]
+    health, counters = fields["health"], fields["counters"]
     return Measurement.model_validate(fields | {"attempts": fields["attempts"] or 1,
                                                 "health": HEALTH.validate_json(health) if isinstance(health, str)
-                                                else ()})
+                                                else (),
+                                                "counters": COUNTERS.validate_json(counters)
+                                                if isinstance(counters, str) else ()})
 
 
 def worst(path: Path, run_id: int, limit: int) -> tuple[list[Measurement], dict[str, int]]:
@@ -281,7 +291,7 @@ def _status_counts(db: sqlite3.Connection, run_id: int, coded: bool) -> dict[str
     if not coded:
         return dict(db.execute("SELECT substr(status, 1, 64), COUNT(*) FROM measurements WHERE run_id = ? "
                                "GROUP BY status", (run_id,)).fetchall())
-    by_letter = {ord(status[0]): status for status in ("ok", "inconclusive", "low", "failed")}
+    by_letter = {ord(status[0]): status for status in ("ok", "inconclusive", "congested", "low", "failed")}
     counts: dict[str, int] = {}
     for letter, count in db.execute("SELECT cell & 255, COUNT(*) FROM measurements WHERE run_id = ? "
                                     "GROUP BY cell & 255", (run_id,)):

@@ -20,13 +20,15 @@ def doctor_node(
     plan: Plan | None, node_name: str | None, *, peers: bool, interval: float,
     run: CommandRunner = run_local, root: Path = Path("/"), listen: bool = False,
     listening: frozenset[str] = frozenset(), skip_peers: frozenset[str] = frozenset(),
+    nccl_log: Path | None = None,
 ) -> tuple[NodeState, list[Finding]]:
     """Probe this node, compare it with the Plan (when given), optionally probe its peers. With
     `listen` (doctor --fleet --peers sets it on every node), this node listens on the ports of the
     flows it accepts while it runs; `listening` names the peers doing the same in this run, whose
     refusals count as blocks. `skip_peers` are not probed (apply's verification leaves out the
     nodes changing in its own batch: each is judged on its own node, and a probe of one whose
-    change broke it would only wait out its timeout)."""
+    change broke it would only wait out its timeout). `nccl_log`: an NCCL_DEBUG=INFO log of a job on
+    this node, for the checks of what NCCL used (GPUDirect RDMA, CollNet/SHARP)."""
     name = node_name or socket.gethostname()
     node = plan.node(name) if plan else None
     if plan is not None and node is None:
@@ -37,6 +39,7 @@ def doctor_node(
     results: list[PeerResult] = []
     with listen_for_peers(plan, node) if listen and plan and node else nullcontext():
         state = probe_node(run, root, hostnames, interval,
-                           meanwhile=lambda: results.extend(run_probes(quiet, run, listening=listening)))
+                           meanwhile=lambda: results.extend(run_probes(quiet, run, listening=listening)),
+                           nccl_log=nccl_log)
         results += run_probes([p for p in probes if p.kind == "tcp"], run, listening=listening)
     return state, run_checks(Context(state=state, plan=plan, node=node, peer_results=results))

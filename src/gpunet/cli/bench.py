@@ -51,8 +51,8 @@ MATRIX_UP_TO = 16  # nodes: a wider matrix does not fit a terminal
 WORST_SHOWN = 20
 WHOLE_RUN_UP_TO = 10_000  # measurements: `show` loads a run whole up to this, else only its worst
 VERDICT_COLOURS = {"fail": "red", "missing": "red", "warn": "yellow", "inconclusive": "blue", "new": "cyan",
-                   "ok": "green"}
-STATUS_COLOURS = {"ok": "green", "inconclusive": "blue", "low": "red", "failed": "red"}
+                   "ok": "green", "congested": "magenta"}
+STATUS_COLOURS = {"ok": "green", "inconclusive": "blue", "congested": "magenta", "low": "red", "failed": "red"}
 INCONCLUSIVE_MARK = "?"  # after a matrix cell's number: piped, without colours, it still differs from ok
 
 
@@ -175,13 +175,15 @@ def _print_worst(results: list[Measurement], counts: Counter[str] | None = None)
 
 
 def _print_reasons(results: list[Measurement]) -> None:
-    """Why the inconclusive pairs could not judge their links (the first WORST_SHOWN)."""
-    inconclusive = [m for m in results if m.status == "inconclusive"]
-    for m in inconclusive[:WORST_SHOWN]:
-        stdout.print(cell(f"inconclusive {m.source} -> {m.destination}: {m.reason or 'an end was saturated'}"),
-                     soft_wrap=True)
-    if len(inconclusive) > WORST_SHOWN:
-        stdout.print(f"... and {len(inconclusive) - WORST_SHOWN} more inconclusive (--json has every reason)")
+    """Why the inconclusive pairs could not judge their links, and what held the congested ones back
+    (the first WORST_SHOWN of each)."""
+    for status in ("inconclusive", "congested"):
+        told = [m for m in results if m.status == status]
+        for m in told[:WORST_SHOWN]:
+            stdout.print(cell(f"{status} {m.source} -> {m.destination}: {m.reason or 'an end was saturated'}"),
+                         soft_wrap=True)
+        if len(told) > WORST_SHOWN:
+            stdout.print(f"... and {len(told) - WORST_SHOWN} more {status} (--json has every reason)")
 
 
 def _print_job(results: list[Measurement]) -> None:
@@ -294,14 +296,15 @@ def _text(value: float | None) -> str:
 @handles_errors
 def history_(db: DbOpt = None, limit: int = 20,
              as_json: JsonOpt = False) -> None:
-    """Earlier runs, newest first, with how many pairs were flagged (low or failed) or inconclusive."""
+    """Earlier runs, newest first, with how many pairs were flagged (low or failed), congested (low, paused
+    by the fabric) or inconclusive."""
     runs = history(db or default_db(), limit)
     if as_json:
         print(json.dumps([r.model_dump() for r in runs], indent=1))
         return
-    table = Table("run", "started", "tool", "pattern", "plane", "pairs", "flagged", "inconclusive",
+    table = Table("run", "started", "tool", "pattern", "plane", "pairs", "flagged", "congested", "inconclusive",
                   box=box.SIMPLE_HEAD)
     for r in runs:
         table.add_row(str(r.id), cell(r.started), cell(r.tool), cell(r.pattern), cell(r.plane), str(r.measurements),
-                      str(r.flagged), str(r.inconclusive))
+                      str(r.flagged), str(r.congested), str(r.inconclusive))
     print_table(table)

@@ -42,6 +42,9 @@ def doctor(
         "--skip-peers", help="With --peers: do not probe these nodes (NodeSet); apply's verification leaves out "
                              "the nodes changing in the same batch.")] = "",
     show_pass: Annotated[bool, typer.Option("--all", help="List passing checks too.")] = False,
+    nccl_log: Annotated[Path | None, typer.Option(
+        "--nccl-log", help="A job's NCCL_DEBUG=INFO log on this node: judge what NCCL used (GPUDirect RDMA, "
+                           "SHARP/CollNet, its HCAs) against the Plan.")] = None,
     lab: LabSshOpt = None,
     remote_plan: Annotated[str | None, typer.Option(
         "--remote-plan", help="With NODES: the plan's path on the nodes (default: the lab's plan in a lab, "
@@ -60,7 +63,7 @@ def doctor(
         raise typer.Exit(outcome_code(findings=report.failed, unjudged=bool(report.unreachable)))
     with stderr.status("probing…", spinner="dots"):
         state, findings = doctors.doctor(plan, node, peers=peers, interval=interval, listen=listen,
-                                         listening=listening, skip_peers=skip_peers)
+                                         listening=listening, skip_peers=skip_peers, nccl_log=nccl_log)
     failed = any(f.verdict == "fail" for f in findings)
     if as_json:
         print(json.dumps({"node": findings[0].node if findings else state.hostname, "failed": failed,

@@ -160,6 +160,7 @@ def _plane(spec: Spec, name: PlaneName, fabric: PlaneFabric, basis: FabricBasis)
         cabling=Cabling(media=p.cabling.chosen(), breakout=p.cabling.breakout),
         nics={g.name: _nic_card(p, g.nics[name]) for g in spec.groups if name in g.nics},
         qos=(p.qos or RoceQos()) if p.technology == "roce" else None,
+        partition=p.partition, sharp=p.sharp,
     )
 
 

@@ -16,7 +16,7 @@ from gpunet.model.plan import Link, Plan
 from gpunet.model.units import INFINIBAND_SPEEDS_GBPS
 
 Verdict = Literal["ok", "missing", "miswired", "swapped", "speed", "width", "unchecked", "unknown"]
-FindingKind = Literal["missing", "miswired", "swapped", "speed", "width", "unplanned"]
+FindingKind = Literal["missing", "miswired", "swapped", "speed", "width", "unplanned", "rail"]
 IB_SPEED_BY_GBPS = {gbps: name for name, gbps in INFINIBAND_SPEEDS_GBPS.items()}
 IB_SPEED_RANK = {name: rank for rank, name in enumerate(["SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR",
                                                           "XDR"])}
@@ -75,6 +75,8 @@ class _Fabric:
         self.infiniband = {p.name for p in plan.planes if p.technology == "infiniband"}
         self.plane_of = {s.name: s.plane for s in plan.switches} | {
             f"{n.name}:{i.name}": i.plane for n in plan.nodes for i in n.interfaces}
+        self.rail_of_leaf = {s.name: s.rail for s in plan.switches if s.rail is not None}
+        self.rail_of_nic = {End(n.name, i.name): i.rail for n in plan.nodes for i in n.interfaces if i.rail is not None}
 
     def far(self, end: End) -> list[End]:
         return [seen.other(end) for seen in self.seen_at.get(end, ())]
@@ -146,6 +148,7 @@ def _findings(fabric: _Fabric, verdicts: dict[str, CableVerdict]) -> Iterator[Ca
         if cable_name(link) not in used and verdict.verdict in ("missing", "speed", "width"):
             yield _simple(fabric, link, verdict)
     yield from _unplanned(fabric)
+    yield from _off_rail(fabric)
 
 
 def _crossings(fabric: _Fabric, link: Link, verdicts: dict[str, CableVerdict]
@@ -237,3 +240,21 @@ def _unplanned(fabric: _Fabric) -> Iterator[CablingFinding]:
         yield CablingFinding(kind="unplanned", plane=next(iter(planes & fabric.planes), None), cables=(),
                              observed=f"{seen.a}–{seen.b}", fix="a link the plan does not have: remove it, or "
                              "add it to the plan")
+
+
+def _off_rail(fabric: _Fabric) -> Iterator[CablingFinding]:
+    """The rail predicate: NIC i of every node lands on a leaf of rail i. A NIC seen on another rail's
+    leaf puts its rank's traffic on the wrong rail (through the spines, or nowhere on a rail-only
+    fabric), whatever the port."""
+    for seen in fabric.observation.links:
+        for nic, leaf in ((seen.a, seen.b), (seen.b, seen.a)):
+            rail, leaf_rail = fabric.rail_of_nic.get(nic), fabric.rail_of_leaf.get(leaf.device)
+            plane = fabric.end_plane(nic)
+            if rail is None or leaf_rail is None or rail == leaf_rail or plane not in fabric.planes:
+                continue
+            planned = fabric.cable_at.get(nic)
+            to = f" (the plan: {next(e for e in ends(planned) if e != nic)})" if planned else ""
+            yield CablingFinding(kind="rail", plane=plane,
+                                 cables=(cable_name(planned),) if planned else (),
+                                 observed=f"{nic} (rail {rail}) lands on {leaf.device}, a rail {leaf_rail} leaf",
+                                 fix=f"move the cable of {nic} to a rail {rail} leaf{to}")

@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 from gpunet.model.base import Frozen
 from gpunet.model.flows import Flow
 from gpunet.model.nodeset import parse_nodeset
+from gpunet.model.partition import Partition
 from gpunet.model.qos import RoceQos
 from gpunet.model.spec import (
     BondSpec,
@@ -152,6 +153,8 @@ class Plane(Frozen):
     cabling: Cabling = Field(default_factory=Cabling)
     nics: dict[Name, NicCard] = Field(default_factory=dict)  # node group -> its NIC on this plane
     qos: RoceQos | None = None  # RoCE planes only: the lossless class hosts and switches share
+    partition: Partition | None = None  # InfiniBand planes: the ports' P_Key (NCCL_IB_PKEY is its index)
+    sharp: bool = False  # InfiniBand planes: in-network reduction offered (NCCL CollNet)
 
 
 class PlaneCapacity(Frozen):

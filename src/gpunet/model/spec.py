@@ -10,6 +10,7 @@ from pydantic import AfterValidator, BeforeValidator, ConfigDict, Field, model_v
 
 from gpunet.model.base import Frozen
 from gpunet.model.nodeset import NodeSetError, parse_nodeset
+from gpunet.model.partition import Partition
 from gpunet.model.qos import RoceQos
 from gpunet.model.types import (
     EPHEMERAL_PORTS,
@@ -194,6 +195,8 @@ class PlaneSpec(Frozen):
     fabric: FabricSpec = FabricSpec()
     cabling: CablingSpec = CablingSpec()
     qos: RoceQos | None = None  # RoCE planes: the lossless class (default DSCP 26 / priority 3, CNP 48 / 6)
+    partition: Partition | None = None  # InfiniBand planes: the P_Key of their ports (NCCL_IB_PKEY)
+    sharp: bool = False  # InfiniBand planes: the switches reduce in the network (SHARP); NCCL should use CollNet
 
     @model_validator(mode="after")
     def _ethernet_speed_names(self) -> PlaneSpec:
@@ -201,6 +204,8 @@ class PlaneSpec(Frozen):
             raise ValueError(f"{self.speed} is an InfiniBand speed; this plane is {self.technology}")
         if self.qos is not None and self.technology != "roce":
             raise ValueError(f"qos is the RoCE lossless class; this plane is {self.technology}")
+        if (self.partition is not None or self.sharp) and self.technology != "infiniband":
+            raise ValueError(f"partition and sharp are InfiniBand features; this plane is {self.technology}")
         return self
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from gpunet.model.base import Frozen
+from gpunet.model.rdma import RdmaHost
 from gpunet.model.ruleset import Ruleset
 
 
@@ -185,6 +186,7 @@ class NodeState(Frozen):
     apparmor: bool | None = None
     nccl_env: dict[str, str] | None = None
     rdma: RdmaStack = RdmaStack()
+    rdma_host: RdmaHost | None = None  # the GPU-to-fabric path (topology, ACS, RoCE QoS, pkeys, NCCL log)
     interval_s: float = 0.0
     rates: dict[str, float] = Field(default_factory=dict)  # "eth0/rx_errors" or "Tcp/RetransSegs" per second
     problems: tuple[str, ...] = ()  # probes that could not run, with why

@@ -64,7 +64,15 @@ def nccl_settings(plan: Plan, node: Node) -> list[Setting]:
     if next(p.style for p in plan.planes if p.name == "compute") == "rail-optimized":
         settings.append(Setting("NCCL_CROSS_NIC", "0", "rail-optimized fabric: keep each ring/tree on one rail, so "
                                 "traffic stays under the rail leaf instead of crossing spines"))
-    qos = next(p.qos for p in plan.planes if p.name == "compute")
+    plane = next(p for p in plan.planes if p.name == "compute")
+    if plane.partition is not None:
+        settings.append(Setting("NCCL_IB_PKEY", str(plane.partition.index),
+                                f"partition 0x{plane.partition.key:04x}: its index in the HCAs' P_Key table "
+                                "(the subnet manager's order; gpunet doctor GN-PKEY-02 checks it)"))
+    if plane.sharp:
+        settings.append(Setting("NCCL_COLLNET_ENABLE", "1", "the fabric reduces in the network (SHARP): "
+                                "NCCL's CollNet needs the SHARP plugin (HPC-X nccl-rdma-sharp-plugins) loaded"))
+    qos = plane.qos
     if technology == "roce" and qos is not None:
         settings += [Setting("NCCL_IB_GID_INDEX", str(ROCE_V2_IPV4_GID_INDEX),
                              "RoCE v2 with the IPv4 address (routable across leaves), mlx5's index 3"),

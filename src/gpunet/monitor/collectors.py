@@ -32,6 +32,7 @@ from gpunet.probe.links import LinkReader
 from gpunet.probe.node import read_bonds, read_snmp
 from gpunet.probe.procnet import read_proc_net_dev, read_snmp6
 from gpunet.probe.sysfs import read_interfaces, read_sysfs_bonds
+from gpunet.runner import CommandRunner, run_local
 
 Collect = Callable[[], Iterable[Metric]]
 AddressReader = Callable[[], dict[str, tuple[str, ...]]]  # device -> its CIDRs (ip -j addr)
@@ -74,6 +75,7 @@ class NodeView:
     planned: tuple[Interface, ...] = ()
     include_virtual: bool = False
     addresses: AddressReader = field(default=lambda: {})
+    run: CommandRunner = run_local  # the ethtool collector's `ethtool -S`
 
     @property
     def plane_of(self) -> dict[str, str]:

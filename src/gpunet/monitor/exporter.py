@@ -23,6 +23,7 @@ from gpunet.monitor.collectors import (
     collect_netstat,
 )
 from gpunet.monitor.drift import collect_plan
+from gpunet.monitor.ethtool import collect_ethtool
 from gpunet.monitor.infiniband import collect_infiniband
 
 DEFAULT_TIMEOUT_S = 5.0  # well under Prometheus's default 10 s scrape timeout
@@ -30,10 +31,12 @@ log = logging.getLogger("gpunet.exporter")
 
 
 def node_collectors(view: NodeView, with_plan: bool) -> dict[str, Collect]:
-    """The collectors for a node: always netdev, netstat, bonding, infiniband; plan drift with a Plan."""
+    """The collectors for a node: always netdev, netstat, bonding, infiniband, ethtool (flow control);
+    plan drift with a Plan."""
     collectors: dict[str, Collect] = {
         "netdev": partial(collect_netdev, view), "netstat": partial(collect_netstat, view),
         "bonding": partial(collect_bonding, view), "infiniband": partial(collect_infiniband, view),
+        "ethtool": partial(collect_ethtool, view),
     }
     if with_plan:
         collectors["plan"] = partial(collect_plan, view)

@@ -14,6 +14,7 @@ from gpunet.errors import GpunetError
 from gpunet.model.state import BondState, IbPort, InterfaceState, NicInfo, NodeState, SnmpCounters
 from gpunet.probe import parsers
 from gpunet.probe.extras import read_firewall, read_gpus, read_nics, read_rdma
+from gpunet.probe.rdma_host import read_rdma_host
 from gpunet.probe.sysfs import read_ib_ports, read_interfaces
 from gpunet.runner import CommandRunner, run_local
 
@@ -30,7 +31,7 @@ T = TypeVar("T")
 def probe_node(
     run: CommandRunner = run_local, root: Path = Path("/"), hostnames: Iterable[str] = (),
     interval: float = 2.0, *, clock: Callable[[float], None] = time.sleep,
-    meanwhile: Callable[[], object] | None = None,
+    meanwhile: Callable[[], object] | None = None, nccl_log: Path | None = None,
 ) -> NodeState:
     """Two counter samples `interval` apart. The configuration reads (addresses, routes, firewall,
     sshd, ...) and `meanwhile` (doctor's ICMP/UDP peer probes) run during the interval: they move no
@@ -39,7 +40,7 @@ def probe_node(
     first_ifs, first_snmp, first_ib = read_interfaces(root), read_snmp(root, problems), read_ib_ports(root)
     first_nics = read_nics(run, first_ifs, problems)
     with ThreadPoolExecutor(max_workers=2, thread_name_prefix="gpunet-probe") as pool:
-        configuration = pool.submit(_configuration, run, root, hostnames, problems)
+        configuration = pool.submit(_configuration, run, root, hostnames, problems, nccl_log)
         alongside = pool.submit(meanwhile) if meanwhile is not None else None
         if interval > 0:
             clock(interval)
@@ -57,7 +58,8 @@ def probe_node(
     )
 
 
-def _configuration(run: CommandRunner, root: Path, hostnames: Iterable[str], problems: list[str]) -> dict[str, Any]:
+def _configuration(run: CommandRunner, root: Path, hostnames: Iterable[str], problems: list[str],
+                   nccl_log: Path | None = None) -> dict[str, Any]:
     """What the node is configured with, as NodeState fields (no counters)."""
     return {
         "addresses": _parsed(run, IP_ADDR, parsers.parse_ip_addr_json, problems) or {},
@@ -67,6 +69,7 @@ def _configuration(run: CommandRunner, root: Path, hostnames: Iterable[str], pro
         "gpus": read_gpus(problems), "sysctls": _sysctls(root), "resolved": _resolve(hostnames),
         "sshd": _sshd(run, problems), "selinux": _selinux(root), "apparmor": _apparmor(root),
         "nccl_env": _nccl_env(root), "rdma": read_rdma(run, root, problems),
+        "rdma_host": read_rdma_host(run, root, problems, nccl_log),
     }
 
 

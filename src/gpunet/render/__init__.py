@@ -18,6 +18,7 @@ from gpunet.render import (
     networkmanager,
     ntp,
     prometheus,
+    roce_qos,
     slurm,
     ssh,
     sysctl,
@@ -84,6 +85,7 @@ NODE_RENDERERS: dict[str, NodeRenderer] = {
     "hosts": _hosts,
     "nccl": _nccl,
     "ntp": _ntp,
+    "roce_qos": roce_qos.render_roce_qos,
 }
 ADMIN_RENDERERS: dict[str, AdminRenderer] = {
     "ssh_config": _ssh_config,
@@ -96,6 +98,7 @@ ADMIN_RENDERERS: dict[str, AdminRenderer] = {
 TARGETS = (*NODE_RENDERERS, *ADMIN_RENDERERS)
 SAME_ON_EVERY_NODE = {"hosts", "ntp"}
 SECRET_MODES = {"etc/netplan/": 0o600, "etc/NetworkManager/": 0o600}  # both refuse world-readable files
+EXECUTABLE = {"usr/local/sbin/"}  # scripts a unit runs
 
 
 def render_all(plan: Plan, nodes: Iterable[Node], targets: Iterable[str]) -> dict[str, str]:
@@ -119,4 +122,6 @@ def render_all(plan: Plan, nodes: Iterable[Node], targets: Iterable[str]) -> dic
 
 
 def file_mode(path: str) -> int:
+    if any(prefix in path for prefix in EXECUTABLE):
+        return 0o755
     return next((mode for prefix, mode in SECRET_MODES.items() if prefix in path), 0o644)
