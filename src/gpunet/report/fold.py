@@ -1,0 +1,243 @@
+"""A large plane folded: scalable units (or groups of leaves) as tiles with their counts, under the
+spines of their pod, the cores on top; the cables of a tile as two bundles (up to the spines, down
+to the nodes), coloured by the worst state among them. Where a cable finding lives, its unit is
+drawn again cable by cable (the tiered layout of just that part), so 12 500 servers make a page a
+browser paints at once and the fault is still shown on its own cable."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from gpunet.bench.heatmap import natural_key
+from gpunet.model.nodeset import fold
+from gpunet.model.plan import Plan, Switch
+from gpunet.report.badges import Mark, place_badges
+from gpunet.report.geometry import Bundle, Panel, Rect, Text, Tile, text_width
+from gpunet.report.layout import LEFT, RIGHT, TOP, tiered_panel
+from gpunet.report.model import STATE_RANK, CableState
+
+FOLD_ABOVE = 64  # nodes on a plane: above this the plane is folded
+MAX_EXPANDED = 3  # parts of one plane drawn cable by cable
+UNIT_LEAVES = 8  # leaves a tile stands for where the plan has no scalable units
+TILE_W, TILE_H, TILE_GAP, PER_ROW = 182.0, 76.0, 10.0, 7
+BAR_H = 30.0
+
+
+@dataclass
+class Unit:
+    key: tuple[object, ...]
+    name: str
+    pod: int
+    leaves: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    down: list[int] = field(default_factory=list)  # node-leaf cables
+    up: list[int] = field(default_factory=list)  # leaf-spine cables
+
+
+def folded_panel(plan: Plan, plane: str, links: Sequence[int], state: Callable[[int], CableState],
+                 marks: list[Mark]) -> Panel:
+    switches = {s.name: s for s in plan.switches if s.plane == plane}
+    units, unit_of = _units(switches)
+    to_core: dict[int, list[int]] = defaultdict(list)
+    for i in links:
+        _sort_cable(plan, i, switches, units, unit_of, to_core)
+    expansions = _expansions(plan, plane, links, switches, marks)
+    claimed = {i for _, members in expansions for i in members}
+    panel = Panel(key=plane, plane=plane, title=_title(plan, plane, switches, links))
+    expanded_at = {unit_of[leaf]: f"{plane}-x{n}" for n, (leaves, _) in enumerate(expansions)
+                   for leaf in leaves if leaf in unit_of}
+    refs = _device_refs(units, marks)
+    _overview(panel, switches, units, to_core, claimed, state, expanded_at, refs)
+    for n, (leaves, members) in enumerate(expansions):
+        refs = " ".join(m.ref for m in marks if set(m.cables) & set(members))
+        part = tiered_panel(plan, members, f"{plane}-x{n}", plane,
+                            f"{plane}: {_part_name(switches, leaves)}, cable by cable ({refs})")
+        place_badges(part, marks)
+        panel.expansions.append(part)
+    return panel
+
+
+def _units(switches: dict[str, Switch]) -> tuple[dict[tuple[object, ...], Unit], dict[str, tuple[object, ...]]]:
+    """Leaves into units: a scalable unit where the plan has them, else UNIT_LEAVES leaves of a pod."""
+    leaves = sorted((s for s in switches.values() if s.tier == "leaf"),
+                    key=lambda s: (s.pod or 0, s.su if s.su is not None else -1, natural_key(s.name)))
+    units: dict[tuple[object, ...], Unit] = {}
+    unit_of: dict[str, tuple[object, ...]] = {}
+    count: dict[int, int] = defaultdict(int)
+    for leaf in leaves:
+        pod = leaf.pod or 0
+        key: tuple[object, ...] = (pod, leaf.su) if leaf.su is not None else (pod, count[pod] // UNIT_LEAVES)
+        count[pod] += 1
+        name = f"su {leaf.su}" if leaf.su is not None else ""
+        units.setdefault(key, Unit(key=key, name=name, pod=pod)).leaves.append(leaf.name)
+        unit_of[leaf.name] = key
+    for unit in units.values():
+        unit.name = unit.name or fold(unit.leaves)
+    return units, unit_of
+
+
+def _sort_cable(plan: Plan, i: int, switches: dict[str, Switch], units: dict[tuple[object, ...], Unit],
+                unit_of: dict[str, tuple[object, ...]], to_core: dict[int, list[int]]) -> None:
+    link = plan.links[i]
+    a, b = link.a.device, link.b.device
+    if link.tier == "spine_core":
+        spine = a if switches.get(a) and switches[a].tier == "spine" else b
+        to_core[switches[spine].pod or 0].append(i)
+        return
+    leaf = next((d for d in (a, b) if d in unit_of), None)
+    if leaf is None:
+        return  # a cable between nodes: not on a folded plane
+    unit = units[unit_of[leaf]]
+    if link.tier == "node_leaf":
+        unit.down.append(i)
+        node = b if leaf == a else a
+        if not unit.nodes or unit.nodes[-1] != node:
+            unit.nodes.append(node)
+    else:
+        unit.up.append(i)
+
+
+def _expansions(plan: Plan, plane: str, links: Sequence[int], switches: dict[str, Switch],
+                marks: list[Mark]) -> list[tuple[list[str], list[int]]]:
+    """The parts drawn cable by cable, one per finding's place, the first MAX_EXPANDED: a leaf's
+    scalable unit (or the leaf) with its node and uplink cables, or a spine with its core cables."""
+    on_plane = set(links)
+    parts: list[tuple[str, ...]] = []
+    for mark in marks:
+        for i in mark.cables:
+            if i in on_plane and len(parts) < MAX_EXPANDED:
+                part = _part_of(plan, i, switches)
+                parts += [part] if part not in parts else []
+    result = []
+    for part in parts:
+        members = [i for i in links if _in_part(plan, i, part, switches)]
+        result.append((list(part), members))
+    return result
+
+
+def _part_of(plan: Plan, i: int, switches: dict[str, Switch]) -> tuple[str, ...]:
+    link = plan.links[i]
+    ends = [switches[d] for d in (link.a.device, link.b.device) if d in switches]
+    if link.tier == "spine_core":
+        return tuple(s.name for s in ends if s.tier == "spine")
+    leaf = next(s for s in ends if s.tier == "leaf")
+    if leaf.su is None:
+        return (leaf.name,)
+    return tuple(sorted((s.name for s in switches.values() if s.tier == "leaf" and s.su == leaf.su
+                         and s.pod == leaf.pod), key=natural_key))
+
+
+def _in_part(plan: Plan, i: int, part: tuple[str, ...], switches: dict[str, Switch]) -> bool:
+    link = plan.links[i]
+    spine_part = all(switches[p].tier == "spine" for p in part)
+    if spine_part != (link.tier == "spine_core"):
+        return False
+    return link.a.device in part or link.b.device in part
+
+
+def _part_name(switches: dict[str, Switch], part: list[str]) -> str:
+    first = switches[part[0]]
+    if first.tier == "spine":
+        return f"{first.name} and its core cables"
+    if first.su is not None:
+        return f"su {first.su}" + (f" of pod {first.pod}" if first.pod is not None else "")
+    return first.name
+
+
+def _title(plan: Plan, plane: str, switches: dict[str, Switch], links: Sequence[int]) -> str:
+    tiers = {t: sum(s.tier == t for s in switches.values()) for t in ("leaf", "spine", "core")}
+    nodes = {d for i in links for d in (plan.links[i].a.device, plan.links[i].b.device) if d not in switches}
+    counts = " · ".join(f"{n:,} {t}s" for t, n in tiers.items() if n)
+    return f"{plane}: {len(nodes):,} nodes · {counts} · {len(links):,} cables (folded)"
+
+
+def _worst(members: list[int], state: Callable[[int], CableState]) -> CableState:
+    return max((state(i) for i in members), key=STATE_RANK.__getitem__, default="unchecked")
+
+
+def fit(text: str, width: float, size: float) -> str:
+    """The text, or its start and end around an ellipsis where it is wider than `width`."""
+    room = int(width / (size * 0.6))
+    return text if len(text) <= room else text[: room // 2 - 1] + "…" + text[-(room - room // 2):]
+
+
+def _overview(panel: Panel, switches: dict[str, Switch], units: dict[tuple[object, ...], Unit],
+              to_core: dict[int, list[int]], claimed: set[int], state: Callable[[int], CableState],
+              expanded_at: dict[tuple[object, ...], str], refs: dict[tuple[object, ...], list[str]]) -> None:
+    width = PER_ROW * (TILE_W + TILE_GAP) - TILE_GAP
+    panel.width, y = LEFT + width + RIGHT, TOP
+    panel.texts.append(Text(LEFT + text_width(panel.title, 14) / 2, 20, panel.title, 14, css="gn-title"))
+    cores = sorted((s.name for s in switches.values() if s.tier == "core"), key=natural_key)
+    if cores:
+        y = _bar(panel, y, width, f"cores: {len(cores):,} · {fold(cores)}", [], state, "core")
+    for pod in sorted({u.pod for u in units.values()}):
+        spines = sorted((s.name for s in switches.values() if s.tier == "spine" and (s.pod or 0) == pod),
+                        key=natural_key)
+        label = f"pod {pod} spines: {len(spines):,} · {fold(spines)}" if spines else f"pod {pod}"
+        up = [i for i in to_core.get(pod, []) if i not in claimed]
+        y = _bar(panel, y, width, label, up, state, f"pod{pod}") if spines else y
+        members = [u for u in units.values() if u.pod == pod]
+        for n, unit in enumerate(members):
+            x = LEFT + (n % PER_ROW) * (TILE_W + TILE_GAP)
+            row_y = y + (n // PER_ROW) * (TILE_H + TILE_GAP)
+            _tile(panel, unit, Rect(x, row_y, TILE_W, TILE_H), claimed, state,
+                  (expanded_at.get(unit.key), refs.get(unit.key, [])))
+        y += ((len(members) + PER_ROW - 1) // PER_ROW) * (TILE_H + TILE_GAP) + 14
+    panel.height = y + 8
+
+
+def _bar(panel: Panel, y: float, width: float, label: str, up: list[int], state: Callable[[int], CableState],
+         key: str) -> float:
+    rect = Rect(LEFT, y, width, BAR_H)
+    note = f"{len(up):,} cables up to the cores" if up else ""
+    text = fit(label, width - text_width(note, 10) - 60, 11)
+    panel.tiles.append(Tile(key=key, rect=rect, id=f"{panel.key}-{key}", title=label, state="unchecked",
+                            texts=(Text(LEFT + 8 + text_width(text, 11) / 2, y + BAR_H / 2, text, 11),)))
+    if up:
+        worst = _worst(up, state)
+        glyph = Rect(LEFT + width - text_width(note, 10) - 44, y + BAR_H / 2 - 3, 28, 6)
+        panel.bundles.append(Bundle(f"{key}-up", tuple(up), worst, glyph, f"{note}: worst {worst}"))
+        panel.texts.append(Text(rect.right - 8 - text_width(note, 10) / 2, y + BAR_H / 2, note, 10, css="gn-note"))
+    return y + BAR_H + 12
+
+
+def _tile(panel: Panel, unit: Unit, rect: Rect, claimed: set[int], state: Callable[[int], CableState],
+          marked: tuple[str | None, list[str]]) -> None:
+    """A unit's tile: its name, nodes and counts, its two bundles, and the findings in it (drawn
+    below where they are on cables, their references where they are about its devices)."""
+    expanded, refs = marked
+    up = [i for i in unit.up if i not in claimed]
+    down = [i for i in unit.down if i not in claimed]
+    lines = [(fit(unit.name, TILE_W - 12, 11), 11.0), (fit(fold(unit.nodes), TILE_W - 12, 10) or "no nodes", 10.0),
+             (f"{len(unit.nodes):,} nodes · {len(unit.leaves)} leaves", 10.0)]
+    texts = [Text(rect.cx, rect.y + 11 + 14 * k, text, size) for k, (text, size) in enumerate(lines)]
+    x = rect.x + 8
+    for members, arrow in ((up, "↑"), (down, "↓")):
+        if members:
+            worst = _worst(members, state)
+            label = f"{arrow}{len(members):,}"
+            panel.bundles.append(Bundle(f"{unit.name}{arrow}", tuple(members), worst, Rect(x, rect.bottom - 15, 18, 6),
+                                        f"{len(members):,} cables {'up to the spines' if arrow == '↑' else 'to nodes'}"
+                                        f": worst {worst}"))
+            texts.append(Text(x + 22 + text_width(label, 10) / 2, rect.bottom - 12, label, 10, css="gn-note"))
+            x += 30 + text_width(label, 10)
+    note = " ".join([*refs[:3], *(["…"] if len(refs) > 3 else []), *(["drawn below"] if expanded else [])])
+    if note:
+        texts.append(Text(rect.right - 6 - text_width(note, 10) / 2, rect.bottom - 12, note, 10, css="gn-badge-text"))
+    worst = _worst(unit.up + unit.down, state)
+    panel.tiles.append(Tile(key=str(unit.key), rect=rect, texts=tuple(texts), id=f"{panel.key}-u{len(panel.tiles)}",
+                            title=f"{unit.name}: {fold(unit.nodes)} under {fold(unit.leaves)}", state=worst,
+                            expanded=expanded, devices=(*unit.nodes, *unit.leaves), refs=tuple(refs)))
+
+
+def _device_refs(units: dict[tuple[object, ...], Unit], marks: list[Mark]) -> dict[tuple[object, ...], list[str]]:
+    """Marks about devices (not cables) by the unit their first device is folded into."""
+    unit_of = {d: u.key for u in units.values() for d in (*u.nodes, *u.leaves)}
+    refs: dict[tuple[object, ...], list[str]] = defaultdict(list)
+    for mark in marks:
+        unit = next((unit_of[d] for d in mark.devices if d in unit_of), None) if not mark.cables else None
+        if unit is not None:
+            refs[unit].append(mark.ref)
+    return refs

@@ -1,0 +1,98 @@
+"""What the report says about the Plan's cables and devices: each result family's findings mapped
+onto the Plan (Issue), each cable's state, and the Plan indexed by the names results use."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from gpunet.model.base import Frozen
+from gpunet.model.plan import Plan
+
+CableState = Literal["ok", "missing", "miswired", "suspect", "degraded", "down", "unchecked"]
+# The worst state a result shows wins: a cable that a cabling check found in place (ok) and that
+# counters name as the source of errors (suspect) is drawn suspect.
+STATE_RANK: dict[CableState, int] = {"unchecked": 0, "ok": 1, "suspect": 2, "degraded": 3, "miswired": 4,
+                                     "missing": 5, "down": 6}
+FAULTS: tuple[CableState, ...] = ("down", "missing", "miswired", "degraded", "suspect")
+Verdict = Literal["pass", "warn", "fail", "info", "not given"]
+Severity = Literal["fail", "warn"]
+
+
+class Issue(Frozen):
+    """One finding of one result family, placed on the Plan: on cables (their index in
+    plan.links), else on devices (nodes or switches), else on nothing the drawing has."""
+
+    family: str
+    severity: Severity
+    state: CableState | None = None  # what it makes its cables look like; None: not a cable fault
+    title: str  # "miswired", "GN-LINK-01 link up with carrier"
+    where: str  # the subject as the result names it
+    detail: str = ""
+    fix: str = ""
+    cables: tuple[int, ...] = ()
+    devices: tuple[str, ...] = ()
+    plane: str | None = None
+
+
+class Judgement(Frozen):
+    """A family's line in the verdict strip."""
+
+    verdict: Verdict
+    summary: str
+
+
+@dataclass
+class PlanIndex:
+    """The Plan's cables by the names results give them, built once per report."""
+
+    plan: Plan
+    by_end: dict[str, int] = field(default_factory=dict)  # "gpu001:ib0" -> link index
+    by_pair: dict[str, int] = field(default_factory=dict)  # "a b" (either order) -> link index
+    switches: set[str] = field(default_factory=set)
+    hca_of: dict[tuple[str, str], str] = field(default_factory=dict)  # (node, mlx5_3) -> ib3
+
+    @classmethod
+    def of(cls, plan: Plan) -> PlanIndex:
+        index = cls(plan=plan, switches={s.name for s in plan.switches})
+        for i, link in enumerate(plan.links):
+            a, b = f"{link.a.device}:{link.a.port}", f"{link.b.device}:{link.b.port}"
+            index.by_end[a] = index.by_end[b] = i
+            index.by_pair[f"{a} {b}"] = index.by_pair[f"{b} {a}"] = i
+        index.hca_of = {(n.name, i.hca): i.name for n in plan.nodes for i in n.interfaces if i.hca}
+        return index
+
+    def knows(self, device: str) -> bool:
+        return device in self.switches or self.plan.node(device) is not None
+
+    def cable(self, name: str) -> int | None:
+        """A cable by both ends ("a b", as cabling.csv and localize name it) or by one end."""
+        return self.by_pair.get(name) if " " in name else self.by_end.get(name)
+
+
+def cable_title(plan: Plan, index: int) -> str:
+    """A cable as cabling.csv names it: plane, tier, both ends, speed."""
+    link = plan.links[index]
+    return (f"{link.plane} {link.tier}: {link.a.device}:{link.a.port} — {link.b.device}:{link.b.port} "
+            f"({link.gbps} Gb/s)")
+
+
+def cable_states(plan: Plan, checked: Iterable[int], issues: Iterable[Issue]) -> dict[int, CableState]:
+    """Each cable's state where a result says something: ok where a check looked and found it in
+    place, the worst fault any issue names; cables no result covers are absent (unchecked)."""
+    states: dict[int, CableState] = dict.fromkeys(checked, "ok")
+    for issue in issues:
+        if issue.state is None:
+            continue
+        for i in issue.cables:
+            if STATE_RANK[issue.state] > STATE_RANK[states.get(i, "unchecked")]:
+                states[i] = issue.state
+    return states
+
+
+def plan_digest(plan: Plan) -> str:
+    """The plan's hash as `bench run` records it (lab/build.py plan_digest: the same formula), so a
+    stored run can be matched with the plan it measured."""
+    return hashlib.sha256(plan.model_dump_json().encode()).hexdigest()[:16]
