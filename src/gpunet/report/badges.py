@@ -37,7 +37,7 @@ def place_badges(panel: Panel, marks: list[Mark]) -> None:
         if wire is None and device is None:
             continue
         candidates = _along(wire, mark.label) if wire else _around(device, mark.label)  # type: ignore[arg-type]
-        spot = first_free([_label(mark, x, y).box.grown(3) for x, y in candidates], taken)
+        spot = first_free([_label(mark, _within(panel, mark, x), y).box.grown(3) for x, y in candidates], taken)
         if spot is None:
             target = wire.at(0.5) if wire else (device.cx, device.bottom)  # type: ignore[union-attr]
             aside.append((mark, *target))
@@ -46,6 +46,12 @@ def place_badges(panel: Panel, marks: list[Mark]) -> None:
         panel.badges.append(badge)
         taken.append(badge.rect)
     _aside(panel, aside)
+
+
+def _within(panel: Panel, mark: Mark, x: float) -> float:
+    """x moved so that the badge stays inside the panel's width."""
+    half = text_width(mark.label, SIZE) / 2 + 4
+    return min(max(x, half), panel.width - half)
 
 
 def _label(mark: Mark, x: float, y: float) -> Text:
@@ -76,4 +82,5 @@ def _aside(panel: Panel, aside: list[tuple[Mark, float, float]]) -> None:
         x += width + 12
     if aside:
         panel.height = y + ROW
+        panel.width = max([panel.width] + [b.rect.right + 4 for b in panel.badges])
     panel.height = max(panel.height, max((b.rect.bottom + 6 for b in panel.badges), default=0.0))

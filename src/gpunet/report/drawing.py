@@ -44,17 +44,17 @@ def draw(plan: Plan, states: dict[int, CableState] | None = None, marks: list[Ma
     by_plane: dict[str, list[int]] = defaultdict(list)
     for i, link in enumerate(plan.links):
         by_plane[link.plane].append(i)
-    planes = _mark_planes(plan, marks, by_plane)
+    planes = _mark_planes(plan, marks, set(by_plane))
     for plane in plan.planes:
         links = by_plane.get(plane.name, [])
         if not links:
             continue
         mine = [m for m in marks if planes.get(m.ref) == plane.name]
-        nodes = {d for i in links for d in (plan.links[i].a.device, plan.links[i].b.device) if plan.node(d)}
-        if len(nodes) > fold_above:
-            drawing.panels.append(folded_panel(plan, plane.name, links, drawing.state, mine))
+        nodes = sum(any(i.plane == plane.name and i.cabled for i in n.interfaces) for n in plan.nodes)
+        if nodes > fold_above:
+            drawing.panels.append(folded_panel(plan, plane.name, links, drawing.state, mine, nodes))
         else:
-            panel = tiered_panel(plan, links, plane.name, plane.name, _title(plan, plane.name, links, len(nodes)))
+            panel = tiered_panel(plan, links, plane.name, plane.name, _title(plan, plane.name, links, nodes))
             place_badges(panel, mine)
             drawing.panels.append(panel)
     drawing.anchors = _anchors(drawing, marks)
@@ -70,13 +70,18 @@ def _faults(marks: list[Mark]) -> dict[str, str]:
     return faults
 
 
-def _mark_planes(plan: Plan, marks: list[Mark], by_plane: dict[str, list[int]]) -> dict[str, str]:
-    """The plane whose panel shows each mark: its first cable's, or its first device's first plane."""
+def _mark_planes(plan: Plan, marks: list[Mark], cabled: set[str]) -> dict[str, str]:
+    """The plane whose panel shows each mark: its first cable's, the plane the issue names, or the
+    first plane its first device is cabled on."""
+    order = [p.name for p in plan.planes if p.name in cabled]
+    switches = {s.name: s.plane for s in plan.switches}
     first_plane: dict[str, str] = {}
-    for plane in plan.planes:
-        for i in by_plane.get(plane.name, []):
-            for end in (plan.links[i].a.device, plan.links[i].b.device):
-                first_plane.setdefault(end, plane.name)
+    for device in {d for m in marks for d in m.devices}:
+        node = plan.node(device)
+        planes = {i.plane for i in node.interfaces if i.cabled} if node else {switches.get(device)}
+        found = next((p for p in order if p in planes), None)
+        if found is not None:
+            first_plane[device] = found
     result = {}
     for mark in marks:
         if mark.cables:

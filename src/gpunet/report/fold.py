@@ -11,17 +11,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from gpunet.bench.heatmap import natural_key
-from gpunet.model.nodeset import fold
+from gpunet.report.names import compact as fold
 from gpunet.model.plan import Plan, Switch
 from gpunet.report.badges import Mark, place_badges
-from gpunet.report.geometry import Bundle, Panel, Rect, Text, Tile, text_width
+from gpunet.report.geometry import CHAR_EM, Bundle, Panel, Rect, Text, Tile, text_width
 from gpunet.report.layout import LEFT, RIGHT, TOP, tiered_panel
 from gpunet.report.model import STATE_RANK, CableState
 
 FOLD_ABOVE = 64  # nodes on a plane: above this the plane is folded
 MAX_EXPANDED = 3  # parts of one plane drawn cable by cable
 UNIT_LEAVES = 8  # leaves a tile stands for where the plan has no scalable units
-TILE_W, TILE_H, TILE_GAP, PER_ROW = 182.0, 76.0, 10.0, 7
+TILE_W, TILE_H, TILE_GAP, PER_ROW = 164.0, 76.0, 10.0, 8
 BAR_H = 30.0
 
 
@@ -37,18 +37,16 @@ class Unit:
 
 
 def folded_panel(plan: Plan, plane: str, links: Sequence[int], state: Callable[[int], CableState],
-                 marks: list[Mark]) -> Panel:
+                 marks: list[Mark], nodes: int) -> Panel:
     switches = {s.name: s for s in plan.switches if s.plane == plane}
     units, unit_of = _units(switches)
-    to_core: dict[int, list[int]] = defaultdict(list)
-    for i in links:
-        _sort_cable(plan, i, switches, units, unit_of, to_core)
+    to_core = _sort_cables(plan, links, switches, units, unit_of)
     expansions = _expansions(plan, plane, links, switches, marks)
     claimed = {i for _, members in expansions for i in members}
-    panel = Panel(key=plane, plane=plane, title=_title(plan, plane, switches, links))
-    expanded_at = {unit_of[leaf]: f"{plane}-x{n}" for n, (leaves, _) in enumerate(expansions)
-                   for leaf in leaves if leaf in unit_of}
-    refs = _device_refs(units, marks)
+    panel = Panel(key=plane, plane=plane, title=_title(plane, switches, links, nodes))
+    expanded_at = {unit_of[leaf]: (f"{plane}-x{n}", [m.ref for m in marks if set(m.cables) & set(members)])
+                   for n, (leaves, members) in enumerate(expansions) for leaf in leaves if leaf in unit_of}
+    refs = _refs(plan, switches, units, [m for m in marks if not set(m.cables) & claimed])
     _overview(panel, switches, units, to_core, claimed, state, expanded_at, refs)
     for n, (leaves, members) in enumerate(expansions):
         refs = " ".join(m.ref for m in marks if set(m.cables) & set(members))
@@ -78,25 +76,30 @@ def _units(switches: dict[str, Switch]) -> tuple[dict[tuple[object, ...], Unit],
     return units, unit_of
 
 
-def _sort_cable(plan: Plan, i: int, switches: dict[str, Switch], units: dict[tuple[object, ...], Unit],
-                unit_of: dict[str, tuple[object, ...]], to_core: dict[int, list[int]]) -> None:
-    link = plan.links[i]
-    a, b = link.a.device, link.b.device
-    if link.tier == "spine_core":
-        spine = a if switches.get(a) and switches[a].tier == "spine" else b
-        to_core[switches[spine].pod or 0].append(i)
-        return
-    leaf = next((d for d in (a, b) if d in unit_of), None)
-    if leaf is None:
-        return  # a cable between nodes: not on a folded plane
-    unit = units[unit_of[leaf]]
-    if link.tier == "node_leaf":
+def _sort_cables(plan: Plan, links: Sequence[int], switches: dict[str, Switch], units: dict[tuple[object, ...], Unit],
+                 unit_of: dict[str, tuple[object, ...]]) -> dict[int, list[int]]:
+    """Each cable into its unit's bundles (node-leaf down, leaf-spine up) or its pod's core bundle;
+    a unit's nodes in the order their cables come. Returns the core cables by pod."""
+    to_core: dict[int, list[int]] = defaultdict(list)
+    unit_at = {leaf: units[key] for leaf, key in unit_of.items()}
+    pod_of_spine = {s.name: s.pod or 0 for s in switches.values() if s.tier == "spine"}
+    for i in links:
+        link = plan.links[i]
+        a, b = link.a.device, link.b.device
+        if link.tier == "spine_core":
+            to_core[pod_of_spine[a] if a in pod_of_spine else pod_of_spine[b]].append(i)
+            continue
+        unit = unit_at.get(a) or unit_at.get(b)
+        if unit is None:
+            continue  # a cable between nodes: none on a plane with leaves
+        if link.tier != "node_leaf":
+            unit.up.append(i)
+            continue
         unit.down.append(i)
-        node = b if leaf == a else a
+        node = b if a in unit_at else a
         if not unit.nodes or unit.nodes[-1] != node:
             unit.nodes.append(node)
-    else:
-        unit.up.append(i)
+    return to_core
 
 
 def _expansions(plan: Plan, plane: str, links: Sequence[int], switches: dict[str, Switch],
@@ -146,26 +149,28 @@ def _part_name(switches: dict[str, Switch], part: list[str]) -> str:
     return first.name
 
 
-def _title(plan: Plan, plane: str, switches: dict[str, Switch], links: Sequence[int]) -> str:
+def _title(plane: str, switches: dict[str, Switch], links: Sequence[int], nodes: int) -> str:
     tiers = {t: sum(s.tier == t for s in switches.values()) for t in ("leaf", "spine", "core")}
-    nodes = {d for i in links for d in (plan.links[i].a.device, plan.links[i].b.device) if d not in switches}
-    counts = " · ".join(f"{n:,} {t}s" for t, n in tiers.items() if n)
-    return f"{plane}: {len(nodes):,} nodes · {counts} · {len(links):,} cables (folded)"
+    counts = " · ".join(f"{n:,} {'leaves' if t == 'leaf' else t + 's'}" for t, n in tiers.items() if n)
+    return f"{plane}: {nodes:,} nodes · {counts} · {len(links):,} cables (folded)"
 
 
 def _worst(members: list[int], state: Callable[[int], CableState]) -> CableState:
-    return max((state(i) for i in members), key=STATE_RANK.__getitem__, default="unchecked")
+    return max(set(map(state, members)), key=STATE_RANK.__getitem__, default="unchecked")
 
 
 def fit(text: str, width: float, size: float) -> str:
     """The text, or its start and end around an ellipsis where it is wider than `width`."""
-    room = int(width / (size * 0.6))
-    return text if len(text) <= room else text[: room // 2 - 1] + "…" + text[-(room - room // 2):]
+    room = int(width / (size * CHAR_EM))
+    if len(text) <= room:
+        return text
+    return "" if room < 3 else text[: room // 2] + "…" + text[len(text) - (room - room // 2 - 1):]
 
 
 def _overview(panel: Panel, switches: dict[str, Switch], units: dict[tuple[object, ...], Unit],
               to_core: dict[int, list[int]], claimed: set[int], state: Callable[[int], CableState],
-              expanded_at: dict[tuple[object, ...], str], refs: dict[tuple[object, ...], list[str]]) -> None:
+              expanded_at: dict[tuple[object, ...], tuple[str, list[str]]],
+              refs: dict[tuple[object, ...], list[str]]) -> None:
     width = PER_ROW * (TILE_W + TILE_GAP) - TILE_GAP
     panel.width, y = LEFT + width + RIGHT, TOP
     panel.texts.append(Text(LEFT + text_width(panel.title, 14) / 2, 20, panel.title, 14, css="gn-title"))
@@ -177,24 +182,25 @@ def _overview(panel: Panel, switches: dict[str, Switch], units: dict[tuple[objec
                         key=natural_key)
         label = f"pod {pod} spines: {len(spines):,} · {fold(spines)}" if spines else f"pod {pod}"
         up = [i for i in to_core.get(pod, []) if i not in claimed]
-        y = _bar(panel, y, width, label, up, state, f"pod{pod}") if spines else y
+        y = _bar(panel, y, width, label, up, state, f"pod{pod}", refs.get(("pod", pod), [])) if spines else y
         members = [u for u in units.values() if u.pod == pod]
         for n, unit in enumerate(members):
             x = LEFT + (n % PER_ROW) * (TILE_W + TILE_GAP)
             row_y = y + (n // PER_ROW) * (TILE_H + TILE_GAP)
             _tile(panel, unit, Rect(x, row_y, TILE_W, TILE_H), claimed, state,
-                  (expanded_at.get(unit.key), refs.get(unit.key, [])))
+                  expanded_at.get(unit.key, (None, [])), refs.get(unit.key, []))
         y += ((len(members) + PER_ROW - 1) // PER_ROW) * (TILE_H + TILE_GAP) + 14
     panel.height = y + 8
 
 
 def _bar(panel: Panel, y: float, width: float, label: str, up: list[int], state: Callable[[int], CableState],
-         key: str) -> float:
+         key: str, refs: list[str] | None = None) -> float:
     rect = Rect(LEFT, y, width, BAR_H)
-    note = f"{len(up):,} cables up to the cores" if up else ""
+    note = " ".join([*(refs or [])[:4], *([f"{len(up):,} cables up to the cores"] if up else [])])
     text = fit(label, width - text_width(note, 10) - 60, 11)
     panel.tiles.append(Tile(key=key, rect=rect, id=f"{panel.key}-{key}", title=label, state="unchecked",
-                            texts=(Text(LEFT + 8 + text_width(text, 11) / 2, y + BAR_H / 2, text, 11),)))
+                            texts=(Text(LEFT + 8 + text_width(text, 11) / 2, y + BAR_H / 2, text, 11),),
+                            refs=tuple(refs or ())))
     if up:
         worst = _worst(up, state)
         glyph = Rect(LEFT + width - text_width(note, 10) - 44, y + BAR_H / 2 - 3, 28, 6)
@@ -204,10 +210,10 @@ def _bar(panel: Panel, y: float, width: float, label: str, up: list[int], state:
 
 
 def _tile(panel: Panel, unit: Unit, rect: Rect, claimed: set[int], state: Callable[[int], CableState],
-          marked: tuple[str | None, list[str]]) -> None:
-    """A unit's tile: its name, nodes and counts, its two bundles, and the findings in it (drawn
-    below where they are on cables, their references where they are about its devices)."""
-    expanded, refs = marked
+          expansion: tuple[str | None, list[str]], refs: list[str]) -> None:
+    """A unit's tile: its name, nodes and counts, its two bundles, and the findings in it: those
+    drawn cable by cable below (the tile links there), those about its devices or folded cables."""
+    expanded, below = expansion
     up = [i for i in unit.up if i not in claimed]
     down = [i for i in unit.down if i not in claimed]
     lines = [(fit(unit.name, TILE_W - 12, 11), 11.0), (fit(fold(unit.nodes), TILE_W - 12, 10) or "no nodes", 10.0),
@@ -223,7 +229,7 @@ def _tile(panel: Panel, unit: Unit, rect: Rect, claimed: set[int], state: Callab
                                         f": worst {worst}"))
             texts.append(Text(x + 22 + text_width(label, 10) / 2, rect.bottom - 12, label, 10, css="gn-note"))
             x += 30 + text_width(label, 10)
-    note = " ".join([*refs[:3], *(["…"] if len(refs) > 3 else []), *(["drawn below"] if expanded else [])])
+    note = fit(" ".join([*refs, *([f"{' '.join(below)} below"] if expanded else [])]), rect.right - 6 - x, 10)
     if note:
         texts.append(Text(rect.right - 6 - text_width(note, 10) / 2, rect.bottom - 12, note, 10, css="gn-badge-text"))
     worst = _worst(unit.up + unit.down, state)
@@ -232,12 +238,23 @@ def _tile(panel: Panel, unit: Unit, rect: Rect, claimed: set[int], state: Callab
                             expanded=expanded, devices=(*unit.nodes, *unit.leaves), refs=tuple(refs)))
 
 
-def _device_refs(units: dict[tuple[object, ...], Unit], marks: list[Mark]) -> dict[tuple[object, ...], list[str]]:
-    """Marks about devices (not cables) by the unit their first device is folded into."""
-    unit_of = {d: u.key for u in units.values() for d in (*u.nodes, *u.leaves)}
+def _refs(plan: Plan, switches: dict[str, Switch], units: dict[tuple[object, ...], Unit],
+          marks: list[Mark]) -> dict[tuple[object, ...], list[str]]:
+    """Marks not drawn cable by cable, by the tile that stands for their place: a unit for its
+    nodes, leaves and their cables, a pod's spine bar (key ("pod", n)) for spines and core cables."""
+    unit_of: dict[str, tuple[object, ...]] = {d: u.key for u in units.values() for d in (*u.nodes, *u.leaves)}
+    unit_of |= {s.name: ("pod", s.pod or 0) for s in switches.values() if s.tier == "spine"}
     refs: dict[tuple[object, ...], list[str]] = defaultdict(list)
     for mark in marks:
-        unit = next((unit_of[d] for d in mark.devices if d in unit_of), None) if not mark.cables else None
+        places = [d for i in mark.cables for d in _ends_by_tier(plan, i, switches)] + list(mark.devices)
+        unit = next((unit_of[d] for d in places if d in unit_of), None)
         if unit is not None:
             refs[unit].append(mark.ref)
     return refs
+
+
+def _ends_by_tier(plan: Plan, i: int, switches: dict[str, Switch]) -> list[str]:
+    """A cable's ends, the one that places it first: its leaf, else its spine."""
+    ends = (plan.links[i].a.device, plan.links[i].b.device)
+    rank = {"leaf": 0, "spine": 1}
+    return sorted(ends, key=lambda d: rank.get(switches[d].tier, 2) if d in switches else 3)

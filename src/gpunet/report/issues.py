@@ -102,10 +102,10 @@ def _check_state(check: str, verdict: str, observed: str) -> CableState | None:
 
 def _interface_cable(index: PlanIndex, node: str, subject: str) -> int | None:
     """The cable of the interface a node finding names: `ib3`, or an HCA port `mlx5_3/1`."""
-    found = index.by_end.get(f"{node}:{subject}")
+    found = index.end(node, subject)
     if found is None:
         interface = index.hca_of.get((node, subject.split("/")[0]))
-        found = index.by_end.get(f"{node}:{interface}") if interface else None
+        found = index.end(node, interface) if interface else None
     return found
 
 
@@ -117,7 +117,7 @@ def switch_issues(results: SwitchResults, index: PlanIndex) -> list[Issue]:
         if f.verdict not in ("fail", "warn"):
             continue
         port = TRAILING_NUMBER.search(f.subject)
-        cable = index.by_end.get(f"{f.switch}:{port[1]}") if port else None
+        cable = index.end(f.switch, port[1]) if port else None
         state: CableState | None = ("down" if f.area == "link" else "suspect") if f.verdict == "fail" else None
         issues.append(Issue(family="switch", severity=f.verdict, state=state if cable is not None else None,
                             title=f"{f.check} {f.title}".strip(), where=f"{f.switch} {f.subject}".strip(),

@@ -53,7 +53,8 @@ def tiered_panel(plan: Plan, links: Sequence[int], key: str, plane: str, title: 
     _narrow_wide_rows(boxes)
     width = _place_columns(boxes, tier, groups, grouped_nodes)
     height = _place_rows(boxes, tier)
-    panel = Panel(key=key, plane=plane, title=title, width=width + RIGHT, height=height)
+    panel = Panel(key=key, plane=plane, title=title, width=max(width, LEFT + text_width(title, 14)) + RIGHT,
+                  height=height)
     panel.devices = [_device(plan, key, boxes[d], switches.get(d)) for d in _ordered(tier, boxes)]
     panel.wires = _wires(ends, boxes)
     panel.texts = _row_labels(boxes, tier) + [Text(LEFT + text_width(title, 14) / 2, 20, title, 14, css="gn-title")]

@@ -49,8 +49,7 @@ class PlanIndex:
     """The Plan's cables by the names results give them, built once per report."""
 
     plan: Plan
-    by_end: dict[str, int] = field(default_factory=dict)  # "gpu001:ib0" -> link index
-    by_pair: dict[str, int] = field(default_factory=dict)  # "a b" (either order) -> link index
+    by_end: dict[tuple[str, str], int] = field(default_factory=dict)  # ("gpu001", "ib0") -> link index
     switches: set[str] = field(default_factory=set)
     hca_of: dict[tuple[str, str], str] = field(default_factory=dict)  # (node, mlx5_3) -> ib3
 
@@ -58,18 +57,26 @@ class PlanIndex:
     def of(cls, plan: Plan) -> PlanIndex:
         index = cls(plan=plan, switches={s.name for s in plan.switches})
         for i, link in enumerate(plan.links):
-            a, b = f"{link.a.device}:{link.a.port}", f"{link.b.device}:{link.b.port}"
-            index.by_end[a] = index.by_end[b] = i
-            index.by_pair[f"{a} {b}"] = index.by_pair[f"{b} {a}"] = i
+            index.by_end[link.a.device, link.a.port] = index.by_end[link.b.device, link.b.port] = i
         index.hca_of = {(n.name, i.hca): i.name for n in plan.nodes for i in n.interfaces if i.hca}
         return index
 
     def knows(self, device: str) -> bool:
         return device in self.switches or self.plan.node(device) is not None
 
+    def end(self, device: str, port: str) -> int | None:
+        return self.by_end.get((device, port))
+
     def cable(self, name: str) -> int | None:
-        """A cable by both ends ("a b", as cabling.csv and localize name it) or by one end."""
-        return self.by_pair.get(name) if " " in name else self.by_end.get(name)
+        """A cable by both ends ("a b", either order, as cabling.csv and localize name it) or by one end."""
+        a, _, b = name.partition(" ")
+        found = self.by_end.get(_end(a))
+        return found if not b or (found is not None and self.by_end.get(_end(b)) == found) else None
+
+
+def _end(text: str) -> tuple[str, str]:
+    device, _, port = text.partition(":")
+    return device, port
 
 
 def cable_title(plan: Plan, index: int) -> str:

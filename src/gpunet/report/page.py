@@ -136,8 +136,8 @@ def _data(plan: Plan, results: dict[str, object], issues: list[Issue], refs: dic
         "generated": generated.isoformat(timespec="seconds"),
         "plan": {"nodes": len(plan.nodes), "gpus": sum(n.gpus for n in plan.nodes), "switches": len(plan.switches),
                  "cables": len(plan.links)},
-        "verdicts": {key: judgements[key].model_dump() if key in judgements else {"verdict": "not given"}
-                     for key in FAMILIES},
+        "verdicts": {key: judgements[key].model_dump() if key in judgements else
+                     {"verdict": "not given", "summary": f"no {family.what} given"} for key, family in FAMILIES.items()},
         "sources": sources,
         "findings": [issue.model_dump(mode="json", exclude={"cables"}) | {"ref": refs[id(issue)],
                                                                          "cables": [cable(i) for i in issue.cables]}
