@@ -25,6 +25,7 @@ ROW_GAP = {"core": 96.0, "spine": 96.0, "leaf": 120.0}  # below a row of this ti
 TARGET_W = 1400.0  # rows wider than this draw switches narrow
 LABEL, SMALL = 11.0, 9.0
 PORT_INSET = 4.0
+PORT_PITCH = 1.6  # a switch box grows with its cables: at least this much of its edge a port
 
 
 @dataclass
@@ -97,7 +98,7 @@ def s_rail(switch: Switch) -> int:
 def _switch_box(switch: Switch, ends: list[tuple[int, str, str]]) -> _Box:
     ports = sum(switch.name in (a, b) for _, a, b in ends)
     sub = _sublabel(switch)
-    w = max(SWITCH_MIN_W, text_width(switch.name, LABEL) + 16, text_width(sub, SMALL) + 16, 2.5 * ports)
+    w = max(SWITCH_MIN_W, text_width(switch.name, LABEL) + 16, text_width(sub, SMALL) + 16, PORT_PITCH * ports)
     return _Box(switch.name, switch.tier, w, SWITCH_H, order=(-1 if switch.pod is None else switch.pod,
                                                               *natural_key(switch.name)))
 
