@@ -85,7 +85,8 @@ class Browser:
                 [binary, *FLAGS, *sandbox, f"--user-data-dir={self.home / 'profile'}", "about:blank"],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
                 # Python's own descriptors are not inheritable (PEP 446): only fds 3 and 4 pass on.
-                close_fds=False, preexec_fn=lambda: _as_fds_3_and_4(commands, replies))
+                # preexec_fn only duplicates two descriptors (no lock, no allocation): safe after fork.
+                close_fds=False, preexec_fn=lambda: _as_fds_3_and_4(commands, replies))  # noqa: PLW1509
         os.close(commands)
         os.close(replies)
 

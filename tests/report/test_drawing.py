@@ -47,8 +47,8 @@ def assert_no_labels_overlap(drawing: Drawing) -> None:
     for panel in drawing.every_panel():
         assert overlapping_pairs(panel.labels()) == [], panel.key
         inside = [(t.text, t.box) for t in panel.texts] + [(b.text, b.rect) for b in panel.badges]
-        outside = [(text, box) for text, box in inside if not (0 <= box.x and box.right <= panel.width + 0.01
-                                                               and 0 <= box.y and box.bottom <= panel.height + 0.01)]
+        outside = [(text, box) for text, box in inside if not (box.x >= 0 and box.right <= panel.width + 0.01
+                                                               and box.y >= 0 and box.bottom <= panel.height + 0.01)]
         assert outside == [], (panel.key, panel.width, panel.height)
 
 

@@ -67,7 +67,7 @@ def _around(rect: Rect, label: str) -> list[tuple[float, float]]:
     """Under a box first (nodes have free space below), then above it."""
     half = SIZE * 0.7
     below = [(rect.cx, rect.bottom + 6 + half + k * ROW) for k in range(BELOW_ROWS)]
-    return below + [(rect.cx, rect.y - 6 - half), (rect.x + text_width(label, SIZE) / 2, rect.y - 6 - half)]
+    return [*below, (rect.cx, rect.y - 6 - half), (rect.x + text_width(label, SIZE) / 2, rect.y - 6 - half)]
 
 
 def _aside(panel: Panel, aside: list[tuple[Mark, float, float]]) -> None:

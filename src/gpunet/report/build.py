@@ -3,7 +3,7 @@ another plan, render the page, write it atomically."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,11 +45,12 @@ def read_results(plan: Plan, files: ReportFiles) -> tuple[dict[str, object], dic
     if files.doctor:
         results["doctor"] = load_doctor(files.doctor, plan)
         sources["doctor"] = ", ".join(str(p) for p in files.doctor)
-    one_file = {"cabling": (files.cabling, lambda p: load_cabling(p, plan, index)),
-                "localize": (files.localize, lambda p: load_localize(p, plan, index)),
-                "switch": (files.switch, lambda p: load_switch(p, plan, index)),
-                "sim": (files.sim, lambda p: load_sim(p, plan)),
-                "compare": (files.compare, lambda p: load_compare(p, plan))}
+    one_file: dict[str, tuple[Path | None, Callable[[Path], object]]] = {
+        "cabling": (files.cabling, lambda p: load_cabling(p, plan, index)),
+        "localize": (files.localize, lambda p: load_localize(p, plan, index)),
+        "switch": (files.switch, lambda p: load_switch(p, plan, index)),
+        "sim": (files.sim, lambda p: load_sim(p, plan)),
+        "compare": (files.compare, lambda p: load_compare(p, plan))}
     for key, (path, load) in one_file.items():
         if path is not None:
             results[key], sources[key] = load(path), str(path)

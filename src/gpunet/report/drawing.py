@@ -52,7 +52,7 @@ def draw(plan: Plan, states: dict[int, CableState] | None = None, marks: list[Ma
         mine = [m for m in marks if planes.get(m.ref) == plane.name]
         nodes = sum(any(i.plane == plane.name and i.cabled for i in n.interfaces) for n in plan.nodes)
         if nodes > fold_above:
-            drawing.panels.append(folded_panel(plan, plane.name, links, drawing.state, mine, nodes))
+            drawing.panels.append(folded_panel(plan, plane.name, links, drawing.state, marks=mine, nodes=nodes))
         else:
             panel = tiered_panel(plan, links, plane.name, plane.name, _title(plan, plane.name, links, nodes))
             place_badges(panel, mine)
@@ -78,11 +78,11 @@ def _mark_planes(plan: Plan, marks: list[Mark], cabled: set[str]) -> dict[str, s
     first_plane: dict[str, str] = {}
     for device in {d for m in marks for d in m.devices}:
         node = plan.node(device)
-        planes = {i.plane for i in node.interfaces if i.cabled} if node else {switches.get(device)}
+        planes: set[str | None] = {i.plane for i in node.interfaces if i.cabled} if node else {switches.get(device)}
         found = next((p for p in order if p in planes), None)
         if found is not None:
             first_plane[device] = found
-    result = {}
+    result: dict[str, str] = {}
     for mark in marks:
         if mark.cables:
             result[mark.ref] = plan.links[mark.cables[0]].plane
@@ -105,7 +105,8 @@ def _title(plan: Plan, plane: str, links: list[int], nodes: int) -> str:
 def _anchors(drawing: Drawing, marks: list[Mark]) -> dict[str, str]:
     """Issue reference -> the id of its badge, else of its tile, cable or device in the page."""
     anchors: dict[str, str] = {}
-    cables, devices = {}, {}
+    cables: dict[int, str] = {}
+    devices: dict[str, str] = {}
     for panel in drawing.every_panel():
         anchors |= {b.ref: f"on-{b.ref}" for b in panel.badges}
         anchors |= {ref: tile.id for tile in panel.tiles for ref in tile.refs if ref not in anchors}

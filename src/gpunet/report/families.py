@@ -48,7 +48,8 @@ FAMILIES: dict[str, Family] = {
         sections.judge_cabling, found.cabling_issues, sections.cabling_section, found.cabling_checked, cabling_data),
     "localize": Family(
         "Localize: suspect cables", "a localization",
-        "Run <code>gpunet localize ... --json &gt; localize.json</code> and give <code>--localize localize.json</code>.",
+        "Run <code>gpunet localize ... --json &gt; localize.json</code> and give "
+        "<code>--localize localize.json</code>.",
         sections.judge_localize, found.localize_issues, sections.localize_section),
     "switch": Family(
         "Switch checks", "switch checks",

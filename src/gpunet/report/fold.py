@@ -8,35 +8,22 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
 from gpunet.bench.heatmap import natural_key
-from gpunet.report.names import compact as fold
 from gpunet.model.plan import Plan, Switch
 from gpunet.report.badges import Mark, place_badges
-from gpunet.report.geometry import CHAR_EM, Bundle, Panel, Rect, Text, Tile, text_width
-from gpunet.report.layout import LEFT, RIGHT, TOP, tiered_panel
-from gpunet.report.model import STATE_RANK, CableState
+from gpunet.report.geometry import Panel
+from gpunet.report.layout import tiered_panel
+from gpunet.report.model import CableState
+from gpunet.report.names import compact as fold
+from gpunet.report.tiles import Overview, Unit
 
 FOLD_ABOVE = 64  # nodes on a plane: above this the plane is folded
 MAX_EXPANDED = 3  # parts of one plane drawn cable by cable
 UNIT_LEAVES = 8  # leaves a tile stands for where the plan has no scalable units
-TILE_W, TILE_H, TILE_GAP, PER_ROW = 164.0, 76.0, 10.0, 8
-BAR_H = 30.0
 
 
-@dataclass
-class Unit:
-    key: tuple[object, ...]
-    name: str
-    pod: int
-    leaves: list[str] = field(default_factory=list)
-    nodes: list[str] = field(default_factory=list)
-    down: list[int] = field(default_factory=list)  # node-leaf cables
-    up: list[int] = field(default_factory=list)  # leaf-spine cables
-
-
-def folded_panel(plan: Plan, plane: str, links: Sequence[int], state: Callable[[int], CableState],
+def folded_panel(plan: Plan, plane: str, links: Sequence[int], state: Callable[[int], CableState], *,
                  marks: list[Mark], nodes: int) -> Panel:
     switches = {s.name: s for s in plan.switches if s.plane == plane}
     units, unit_of = _units(switches)
@@ -47,11 +34,11 @@ def folded_panel(plan: Plan, plane: str, links: Sequence[int], state: Callable[[
     expanded_at = {unit_of[leaf]: (f"{plane}-x{n}", [m.ref for m in marks if set(m.cables) & set(members)])
                    for n, (leaves, members) in enumerate(expansions) for leaf in leaves if leaf in unit_of}
     refs = _refs(plan, switches, units, [m for m in marks if not set(m.cables) & claimed])
-    _overview(panel, switches, units, to_core, claimed, state, expanded_at, refs)
+    Overview(panel, state, claimed, expanded_at, refs).draw(switches, list(units.values()), to_core)
     for n, (leaves, members) in enumerate(expansions):
-        refs = " ".join(m.ref for m in marks if set(m.cables) & set(members))
+        named = " ".join(m.ref for m in marks if set(m.cables) & set(members))
         part = tiered_panel(plan, members, f"{plane}-x{n}", plane,
-                            f"{plane}: {_part_name(switches, leaves)}, cable by cable ({refs})")
+                            f"{plane}: {_part_name(switches, leaves)}, cable by cable ({named})")
         place_badges(part, marks)
         panel.expansions.append(part)
     return panel
@@ -153,89 +140,6 @@ def _title(plane: str, switches: dict[str, Switch], links: Sequence[int], nodes:
     tiers = {t: sum(s.tier == t for s in switches.values()) for t in ("leaf", "spine", "core")}
     counts = " · ".join(f"{n:,} {'leaves' if t == 'leaf' else t + 's'}" for t, n in tiers.items() if n)
     return f"{plane}: {nodes:,} nodes · {counts} · {len(links):,} cables (folded)"
-
-
-def _worst(members: list[int], state: Callable[[int], CableState]) -> CableState:
-    return max(set(map(state, members)), key=STATE_RANK.__getitem__, default="unchecked")
-
-
-def fit(text: str, width: float, size: float) -> str:
-    """The text, or its start and end around an ellipsis where it is wider than `width`."""
-    room = int(width / (size * CHAR_EM))
-    if len(text) <= room:
-        return text
-    return "" if room < 3 else text[: room // 2] + "…" + text[len(text) - (room - room // 2 - 1):]
-
-
-def _overview(panel: Panel, switches: dict[str, Switch], units: dict[tuple[object, ...], Unit],
-              to_core: dict[int, list[int]], claimed: set[int], state: Callable[[int], CableState],
-              expanded_at: dict[tuple[object, ...], tuple[str, list[str]]],
-              refs: dict[tuple[object, ...], list[str]]) -> None:
-    width = PER_ROW * (TILE_W + TILE_GAP) - TILE_GAP
-    panel.width, y = LEFT + width + RIGHT, TOP
-    panel.texts.append(Text(LEFT + text_width(panel.title, 14) / 2, 20, panel.title, 14, css="gn-title"))
-    cores = sorted((s.name for s in switches.values() if s.tier == "core"), key=natural_key)
-    if cores:
-        y = _bar(panel, y, width, f"cores: {len(cores):,} · {fold(cores)}", [], state, "core")
-    for pod in sorted({u.pod for u in units.values()}):
-        spines = sorted((s.name for s in switches.values() if s.tier == "spine" and (s.pod or 0) == pod),
-                        key=natural_key)
-        label = f"pod {pod} spines: {len(spines):,} · {fold(spines)}" if spines else f"pod {pod}"
-        up = [i for i in to_core.get(pod, []) if i not in claimed]
-        y = _bar(panel, y, width, label, up, state, f"pod{pod}", refs.get(("pod", pod), [])) if spines else y
-        members = [u for u in units.values() if u.pod == pod]
-        for n, unit in enumerate(members):
-            x = LEFT + (n % PER_ROW) * (TILE_W + TILE_GAP)
-            row_y = y + (n // PER_ROW) * (TILE_H + TILE_GAP)
-            _tile(panel, unit, Rect(x, row_y, TILE_W, TILE_H), claimed, state,
-                  expanded_at.get(unit.key, (None, [])), refs.get(unit.key, []))
-        y += ((len(members) + PER_ROW - 1) // PER_ROW) * (TILE_H + TILE_GAP) + 14
-    panel.height = y + 8
-
-
-def _bar(panel: Panel, y: float, width: float, label: str, up: list[int], state: Callable[[int], CableState],
-         key: str, refs: list[str] | None = None) -> float:
-    rect = Rect(LEFT, y, width, BAR_H)
-    note = " ".join([*(refs or [])[:4], *([f"{len(up):,} cables up to the cores"] if up else [])])
-    text = fit(label, width - text_width(note, 10) - 60, 11)
-    panel.tiles.append(Tile(key=key, rect=rect, id=f"{panel.key}-{key}", title=label, state="unchecked",
-                            texts=(Text(LEFT + 8 + text_width(text, 11) / 2, y + BAR_H / 2, text, 11),),
-                            refs=tuple(refs or ())))
-    if up:
-        worst = _worst(up, state)
-        glyph = Rect(LEFT + width - text_width(note, 10) - 44, y + BAR_H / 2 - 3, 28, 6)
-        panel.bundles.append(Bundle(f"{key}-up", tuple(up), worst, glyph, f"{note}: worst {worst}"))
-        panel.texts.append(Text(rect.right - 8 - text_width(note, 10) / 2, y + BAR_H / 2, note, 10, css="gn-note"))
-    return y + BAR_H + 12
-
-
-def _tile(panel: Panel, unit: Unit, rect: Rect, claimed: set[int], state: Callable[[int], CableState],
-          expansion: tuple[str | None, list[str]], refs: list[str]) -> None:
-    """A unit's tile: its name, nodes and counts, its two bundles, and the findings in it: those
-    drawn cable by cable below (the tile links there), those about its devices or folded cables."""
-    expanded, below = expansion
-    up = [i for i in unit.up if i not in claimed]
-    down = [i for i in unit.down if i not in claimed]
-    lines = [(fit(unit.name, TILE_W - 12, 11), 11.0), (fit(fold(unit.nodes), TILE_W - 12, 10) or "no nodes", 10.0),
-             (f"{len(unit.nodes):,} nodes · {len(unit.leaves)} leaves", 10.0)]
-    texts = [Text(rect.cx, rect.y + 11 + 14 * k, text, size) for k, (text, size) in enumerate(lines)]
-    x = rect.x + 8
-    for members, arrow in ((up, "↑"), (down, "↓")):
-        if members:
-            worst = _worst(members, state)
-            label = f"{arrow}{len(members):,}"
-            panel.bundles.append(Bundle(f"{unit.name}{arrow}", tuple(members), worst, Rect(x, rect.bottom - 15, 18, 6),
-                                        f"{len(members):,} cables {'up to the spines' if arrow == '↑' else 'to nodes'}"
-                                        f": worst {worst}"))
-            texts.append(Text(x + 22 + text_width(label, 10) / 2, rect.bottom - 12, label, 10, css="gn-note"))
-            x += 30 + text_width(label, 10)
-    note = fit(" ".join([*refs, *([f"{' '.join(below)} below"] if expanded else [])]), rect.right - 6 - x, 10)
-    if note:
-        texts.append(Text(rect.right - 6 - text_width(note, 10) / 2, rect.bottom - 12, note, 10, css="gn-badge-text"))
-    worst = _worst(unit.up + unit.down, state)
-    panel.tiles.append(Tile(key=str(unit.key), rect=rect, texts=tuple(texts), id=f"{panel.key}-u{len(panel.tiles)}",
-                            title=f"{unit.name}: {fold(unit.nodes)} under {fold(unit.leaves)}", state=worst,
-                            expanded=expanded, devices=(*unit.nodes, *unit.leaves), refs=tuple(refs)))
 
 
 def _refs(plan: Plan, switches: dict[str, Switch], units: dict[tuple[object, ...], Unit],

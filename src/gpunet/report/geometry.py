@@ -166,7 +166,8 @@ def first_free(candidates: list[Rect], taken: list[Rect]) -> Rect | None:
 def overlapping_pairs(boxes: list[Rect]) -> list[tuple[Rect, Rect]]:
     """Every pair of boxes that overlap (a sweep along x: thousands of labels stay fast)."""
     ordered = sorted(boxes, key=lambda r: r.x)
-    found, active = [], []
+    found: list[tuple[Rect, Rect]] = []
+    active: list[Rect] = []
     for box in ordered:
         active = [a for a in active if a.right > box.x]
         found += [(a, box) for a in active if a.overlaps(box)]

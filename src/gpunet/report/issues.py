@@ -70,7 +70,7 @@ def _node_issue(f: Finding, node: str, index: PlanIndex) -> Issue:
 def _plane(index: PlanIndex, node: str, subject: str) -> str | None:
     """The plane of the interface (or HCA) a node finding names, where it names one."""
     found = index.plan.node(node)
-    name = subject.split("/")[0]
+    name = subject.split("/", maxsplit=1)[0]
     return next((i.plane for i in found.interfaces if name in (i.name, i.hca, i.layer3)), None) if found else None
 
 
@@ -104,7 +104,7 @@ def _interface_cable(index: PlanIndex, node: str, subject: str) -> int | None:
     """The cable of the interface a node finding names: `ib3`, or an HCA port `mlx5_3/1`."""
     found = index.end(node, subject)
     if found is None:
-        interface = index.hca_of.get((node, subject.split("/")[0]))
+        interface = index.hca_of.get((node, subject.split("/", maxsplit=1)[0]))
         found = index.end(node, interface) if interface else None
     return found
 
@@ -140,7 +140,8 @@ def bench_issues(result: BenchResult, index: PlanIndex) -> list[Issue]:
 def sim_issues(result: SimResults, index: PlanIndex) -> list[Issue]:
     del index
     return [Issue(family="sim", severity="warn", title=f"{job.measured_s / job.simulated_s:.2f}x the simulated time",
-                  where=job.name, detail=f"simulated {job.simulated_s:g} s, measured {job.measured_s:g} s on {job.nodes}")
+                  where=job.name,
+                  detail=f"simulated {job.simulated_s:g} s, measured {job.measured_s:g} s on {job.nodes}")
             for job in result.jobs if job.measured_s is not None and job.simulated_s > 0
             and job.measured_s > SLOWER * job.simulated_s]
 

@@ -58,7 +58,7 @@ def tiered_panel(plan: Plan, links: Sequence[int], key: str, plane: str, title: 
                   height=height)
     panel.devices = [_device(plan, key, boxes[d], switches.get(d)) for d in _ordered(tier, boxes)]
     panel.wires = _wires(ends, boxes)
-    panel.texts = _row_labels(boxes, tier) + [Text(LEFT + text_width(title, 14) / 2, 20, title, 14, css="gn-title")]
+    panel.texts = [*_row_labels(boxes, tier), Text(LEFT + text_width(title, 14) / 2, 20, title, 14, css="gn-title")]
     panel.height = max([panel.height] + [w.y1 + w.arc + 8 for w in panel.wires if w.arc])
     return panel
 
@@ -130,7 +130,8 @@ def _place_columns(boxes: dict[str, _Box], tier: dict[str, str], groups: list[li
         return sum(boxes[n].w for n in names) + gap * max(0, len(names) - 1)
 
     widths = [max(span(g, SWITCH_GAP), span(nodes.get(n, []), NODE_GAP)) for n, g in enumerate(groups)]
-    upper = {row: sorted((d for d in tier if tier[d] == row), key=lambda d: boxes[d].order) for row in ("core", "spine")}
+    upper = {row: sorted((d for d in tier if tier[d] == row), key=lambda d: boxes[d].order)
+             for row in ("core", "spine")}
     content = max([sum(widths) + GROUP_GAP * max(0, len(groups) - 1)] +
                   [span(names, SWITCH_GAP) for names in upper.values()])
     spare = content - sum(widths)  # spread between the groups (one group: centred)

@@ -22,7 +22,7 @@ from gpunet.fleet.doctor import FleetDoctorReport
 from gpunet.localize.report import LocalizeReport
 from gpunet.model.nodeset import NodeSetError, parse_nodeset
 from gpunet.model.plan import Plan
-from gpunet.report.inputs import CompareView, DoctorNode, DoctorResults, SimResults, SwitchFinding, SwitchResults
+from gpunet.report.inputs import CompareView, DoctorNode, DoctorResults, SimResults, SwitchResults
 from gpunet.report.model import PlanIndex
 
 MAX_RESULT_BYTES = 256 * 2**20  # a 12 500-node cabling check lists 370 000 cables: ~60 MB of JSON

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from html import escape
@@ -51,7 +52,8 @@ def render_report(plan: Plan, results: dict[str, object], *, generated: datetime
     drawing = draw(plan, states, [_mark(refs[id(i)], i) for i in issues if i.cables or i.devices])
     judgements = {key: family.judge(results[key]) for key, family in FAMILIES.items() if key in results}
     digest = plan_digest(plan)
-    data = _data(plan, results, issues, refs, judgements, states, generated, digest, sources or {})
+    data = _data(plan, results, issues, refs, judgements=judgements, states=states, generated=generated,
+                 digest=digest, sources=sources or {})
     body = [_masthead(plan, digest, generated), _strip(judgements), _fabric(drawing, states),
             _findings(plan, issues, refs, drawing), bom_section(plan, costing), flows_section(plan)]
     body += [section(f"sec-{key}", family.title, family.section(results[key]) if key in results
@@ -89,14 +91,14 @@ def _masthead(plan: Plan, digest: str, generated: datetime) -> str:
 def _strip(judgements: dict[str, Judgement]) -> str:
     items = []
     for key, family in FAMILIES.items():
-        j = judgements.get(key, Judgement(verdict="not given", summary=f"no {family.what} given"))
+        j = judgements.get(key, Judgement(verdict="not given", summary=f"not given: {family.what}"))
         css = j.verdict.replace(" ", "-")
         items.append(f'<li class="v-{css}"><a href="#sec-{key}"><span class="family">{escape(key)}</span>'
                      f'{pill(j.verdict)}<span class="summary">{escape(j.summary)}</span></a></li>')
     return section("verdicts", "Verdicts", f'<ul class="strip">{"".join(items)}</ul>')
 
 
-def _fabric(drawing: Drawing, states: dict[int, str]) -> str:
+def _fabric(drawing: Drawing, states: Mapping[int, str]) -> str:
     counts = Counter(states.values())
     counts["unchecked"] = len(drawing.plan.links) - sum(counts.values())
     figures = [f'<div class="legend">{legend_svg(dict(counts))}</div>',
@@ -124,8 +126,8 @@ def _findings(plan: Plan, issues: list[Issue], refs: dict[int, str], drawing: Dr
     return section("findings", "Findings", table(("", "from", "severity", "what", "where", "detail", "fix"), rows))
 
 
-def _data(plan: Plan, results: dict[str, object], issues: list[Issue], refs: dict[int, str],
-          judgements: dict[str, Judgement], states: dict[int, str], generated: datetime, digest: str,
+def _data(plan: Plan, results: dict[str, object], issues: list[Issue], refs: dict[int, str], *,
+          judgements: dict[str, Judgement], states: Mapping[int, str], generated: datetime, digest: str,
           sources: dict[str, str]) -> dict[str, object]:
     def cable(i: int) -> str:
         link = plan.links[i]
@@ -137,7 +139,8 @@ def _data(plan: Plan, results: dict[str, object], issues: list[Issue], refs: dic
         "plan": {"nodes": len(plan.nodes), "gpus": sum(n.gpus for n in plan.nodes), "switches": len(plan.switches),
                  "cables": len(plan.links)},
         "verdicts": {key: judgements[key].model_dump() if key in judgements else
-                     {"verdict": "not given", "summary": f"no {family.what} given"} for key, family in FAMILIES.items()},
+                     {"verdict": "not given", "summary": f"not given: {family.what}"}
+                     for key, family in FAMILIES.items()},
         "sources": sources,
         "findings": [issue.model_dump(mode="json", exclude={"cables"}) | {"ref": refs[id(issue)],
                                                                          "cables": [cable(i) for i in issue.cables]}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpunet.model.plan import Plan
-from gpunet.report.markup import Raw, para, section, table
+from gpunet.report.markup import Cell, Raw, para, section, table
 
 if TYPE_CHECKING:
     from gpunet.decide.cost import Costing, Totals
@@ -14,13 +14,13 @@ if TYPE_CHECKING:
 
 def bom_section(plan: Plan, costing: Costing | None) -> str:
     if costing is None:
-        rows = [(b.item, b.plane, b.tier, b.model, b.media, b.group, b.count) for b in plan.bom]
+        counts = [(b.item, b.plane, b.tier, b.model, b.media, b.group, b.count) for b in plan.bom]
         body = para("No parts catalog given (--catalog FILE, or --catalog example for placeholder numbers): "
                     "counts only, no cost or power.", "note")
-        body += table(("item", "plane", "tier", "model", "media", "group", "count"), rows, numeric=(6,))
+        body += table(("item", "plane", "tier", "model", "media", "group", "count"), counts, numeric=(6,))
         return section("bom", "Bill of materials", body)
     note = f"Prices in {costing.currency}" + (": placeholder numbers, not prices" if costing.placeholder else "")
-    rows: list[tuple[object, ...]] = []
+    rows: list[tuple[Cell | Raw, ...]] = []
     for p in costing.lines:
         priced = p.part is not None
         rows.append((p.line.item, p.line.plane, p.line.tier, p.line.model, p.line.count,
@@ -34,13 +34,14 @@ def bom_section(plan: Plan, costing: Costing | None) -> str:
                  "unknown.", "note")
             + table(("plane", "cost", "power"), per_plane, numeric=(1, 2))
             + para(f"per GPU ({costing.gpus:,} GPUs): {per_gpu}")
-            + table(("item", "plane", "tier", "model", "count", "part", "price", "watts"), rows,  # type: ignore[arg-type]
-                    numeric=(4, 6, 7)))
+            + table(("item", "plane", "tier", "model", "count", "part", "price", "watts"), rows, numeric=(4, 6, 7)))
     return section("bom", "Bill of materials", body)
 
 
 def _money(t: Totals) -> str:
-    return f"{t.cost:,.0f}" if t.cost is not None else f"unknown ({t.unpriced} unpriced; priced part {t.priced_cost:,.0f})"
+    if t.cost is None:
+        return f"unknown ({t.unpriced} unpriced; priced part {t.priced_cost:,.0f})"
+    return f"{t.cost:,.0f}"
 
 
 def _watts(t: Totals) -> str:

@@ -4,11 +4,13 @@ the drawing shows it."""
 from __future__ import annotations
 
 from collections import Counter
+from html import escape
 
 from gpunet.fabric.cabling import CablingReport
 from gpunet.localize.report import LocalizeReport
 from gpunet.report.heatsvg import heat_legend, heatmap_svg
 from gpunet.report.inputs import BenchResult, CompareView, DoctorResults, SimResults, SwitchResults
+from gpunet.report.issues import SLOWER
 from gpunet.report.markup import Raw, code, para, table
 from gpunet.report.model import Judgement
 
@@ -16,7 +18,7 @@ NOT_FINDINGS = ("ok", "unchecked", "unknown")
 
 
 def judge_doctor(r: DoctorResults) -> Judgement:
-    verdicts = Counter(f.verdict for n in r.nodes for f in n.findings)
+    verdicts = Counter[str](f.verdict for n in r.nodes for f in n.findings)
     verdicts.update(f.verdict for fleet in r.fleets for f in fleet.findings)
     unreachable = sum(len(fleet.unreachable) for fleet in r.fleets)
     nodes = len(r.nodes) + sum(fleet.nodes for fleet in r.fleets)
@@ -37,10 +39,10 @@ def doctor_section(r: DoctorResults) -> str:
                             for f in shown]) if shown else para("every check passed or skipped"))
         parts += [para(f"could not read: {p}", "note") for p in node.probe_problems]
     for fleet in r.fleets:
-        shown = [f for f in fleet.findings if f.verdict in ("fail", "warn")]
+        folded = [f for f in fleet.findings if f.verdict in ("fail", "warn")]
         parts.append(f"<h3>fleet of {fleet.nodes} nodes</h3>")
         parts.append(table(("verdict", "check", "subject", "nodes", "observed", "fix"),
-                           [(f.verdict, f.check, f.subject, f.nodes, f.observed, f.fix) for f in shown]))
+                           [(f.verdict, f.check, f.subject, f.nodes, f.observed, f.fix) for f in folded]))
         parts += [para(f"no findings from {nodes}: {why}", "note") for nodes, why in fleet.unreachable.items()]
     return "\n".join(parts)
 
@@ -54,7 +56,7 @@ def judge_cabling(r: CablingReport) -> Judgement:
 
 
 def cabling_section(r: CablingReport) -> str:
-    counts = Counter((c.plane, c.verdict) for c in r.cables)
+    counts = Counter[tuple[str, str]]((c.plane, c.verdict) for c in r.cables)
     rows = []
     for plane in r.planes:
         total = sum(n for (p, _), n in counts.items() if p == plane)
@@ -83,17 +85,11 @@ def localize_section(r: LocalizeReport) -> str:
                            [(p.plane, p.flows, p.learned, p.packets, p.lost, f"{p.covered}/{p.cables}")
                             for p in r.planes], numeric=(1, 2, 3, 4)))
     parts.append(table(("#", "cable", "confidence", "evidence", "fix"),
-                       [(f"{n}" if s.named else f"{n}?", s.cable.replace(" ", " ↔ "), f"{s.confidence:.0%} ({s.source})",
-                         Raw("<br>".join(cell_text(e) for e in s.evidence)), s.fix)
+                       [(f"{n}" if s.named else f"{n}?", s.cable.replace(" ", " ↔ "),
+                         f"{s.confidence:.0%} ({s.source})", Raw("<br>".join(escape(e) for e in s.evidence)), s.fix)
                         for n, s in enumerate(r.suspects, 1)]) if r.suspects else
                  para("no suspect: no cable explains any loss or error"))
     return "\n".join(parts + [para(f"note: {n}", "note") for n in r.notes])
-
-
-def cell_text(text: str) -> str:
-    from html import escape  # noqa: PLC0415
-
-    return escape(text)
 
 
 def judge_switch(r: SwitchResults) -> Judgement:
@@ -146,11 +142,12 @@ def bench_section(r: BenchResult) -> str:
 
 def judge_sim(r: SimResults) -> Judgement:
     measured = [j for j in r.jobs if j.measured_s is not None]
-    slow = [j for j in measured if j.simulated_s > 0 and j.measured_s is not None and j.measured_s > 1.25 * j.simulated_s]
+    slow = [j for j in measured
+            if j.simulated_s > 0 and j.measured_s is not None and j.measured_s > SLOWER * j.simulated_s]
     if not measured:
         return Judgement(verdict="info", summary=f"{len(r.jobs)} simulated job(s), none measured")
     return Judgement(verdict="warn" if slow else "pass",
-                     summary=f"{len(measured)} job(s) measured: {len(slow)} over 1.25x the simulated time")
+                     summary=f"{len(measured)} job(s) measured: {len(slow)} over {SLOWER:g}x the simulated time")
 
 
 def sim_section(r: SimResults) -> str:
@@ -169,14 +166,13 @@ def judge_compare(r: CompareView) -> Judgement:
 
 def compare_section(r: CompareView) -> str:
     headers = ["", *(d.name for d in r.designs)]
-    rows: list[list[str | Raw | None]] = []
+    rows: list[list[str | Raw | None]] = []  # section rows and metric rows
     section = ""
     for row in r.rows:
         if row.section != section:
             section = row.section
-            rows.append([Raw(f"<strong>{cell_text(section)}</strong>"), *([""] * len(r.designs))])
-        values = [Raw(f"<strong>{cell_text(v)}</strong>") if row.differs else v for v in (row.metric, *row.values)]
-        rows.append(values)
+            rows.append([Raw(f"<strong>{escape(section)}</strong>"), *([""] * len(r.designs))])
+        rows.append([Raw(f"<strong>{escape(v)}</strong>") if row.differs else v for v in (row.metric, *row.values)])
     note = "rows in bold differ between the designs" + (
         "; costs and power from placeholder numbers, not prices" if r.placeholder else "")
     return table(headers, rows, css="compare") + para(note, "note")
