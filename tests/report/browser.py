@@ -132,6 +132,7 @@ class Browser:
         page = Page(self.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"])
         for domain in ("Page", "Network", "Runtime", "Log"):
             self.call(f"{domain}.enable", page=page)
+        self.call("Page.bringToFront", page=page)  # a tab in the background is not painted until asked
         self.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height, "deviceScaleFactor": 1,
                                                          "mobile": False}, page)
         scheme = "dark" if dark else "light"
@@ -152,6 +153,17 @@ class Browser:
         if "exceptionDetails" in result:
             raise BrowserError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
+
+    def first_paint(self, page: Page) -> float:
+        """Milliseconds from navigation to the first contentful paint on screen, by the page's own clock
+        (the Paint Timing API's first-contentful-paint entry)."""
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            found = self.evaluate(page, "performance.getEntriesByName('first-contentful-paint').map(e => e.startTime)")
+            if found:
+                return float(found[0])
+            time.sleep(0.05)
+        raise BrowserError(f"no first contentful paint within {self.timeout:g} s")
 
     def screenshot(self, page: Page, full: bool = False) -> bytes:
         params: dict[str, Any] = {"format": "png", "captureBeyondViewport": full}

@@ -15,7 +15,7 @@ from gpunet.model.plan import Plan
 from gpunet.render.write import OutputTree
 from gpunet.report.bench import load_bench
 from gpunet.report.load import load_cabling, load_compare, load_doctor, load_localize, load_sim, load_switch
-from gpunet.report.model import PlanIndex, plan_digest
+from gpunet.report.model import PlanIndex
 from gpunet.report.page import Report, render_report
 
 
@@ -35,11 +35,12 @@ class ReportFiles:
     sources: dict[str, str] = field(default_factory=dict)
 
 
-def read_results(plan: Plan, files: ReportFiles) -> tuple[dict[str, object], dict[str, str]]:
+def read_results(plan: Plan, files: ReportFiles, index: PlanIndex | None = None) -> tuple[dict[str, object],
+                                                                                        dict[str, str]]:
     """Each given file as its family's result, held against the plan (UsageError naming the file)."""
     if files.run is not None and files.bench_db is None:
         raise UsageError("--run names a run of a bench database: give --bench-db too")
-    index = PlanIndex.of(plan)
+    index = index or PlanIndex.of(plan)
     results: dict[str, object] = {}
     sources: dict[str, str] = {}
     if files.doctor:
@@ -55,15 +56,17 @@ def read_results(plan: Plan, files: ReportFiles) -> tuple[dict[str, object], dic
         if path is not None:
             results[key], sources[key] = load(path), str(path)
     if files.bench_db is not None:
-        results["bench"] = load_bench(files.bench_db, plan, plan_digest(plan), files.run)
+        results["bench"] = load_bench(files.bench_db, plan, index.digest, files.run)
         sources["bench"] = f"{files.bench_db}" + (f" run {files.run}" if files.run is not None else " (latest run)")
     return results, sources
 
 
 def build_report(plan: Plan, files: ReportFiles, generated: datetime | None = None) -> Report:
-    results, sources = read_results(plan, files)
+    index = PlanIndex.of(plan)
+    results, sources = read_results(plan, files, index)
     costing = price_plan(plan, load_catalog(files.catalog)) if files.catalog is not None else None
-    return render_report(plan, results, generated=generated or datetime.now(UTC), costing=costing, sources=sources)
+    return render_report(plan, results, generated=generated or datetime.now(UTC), costing=costing, sources=sources,
+                         index=index)
 
 
 def write_report(report: Report, output: Path) -> None:

@@ -28,7 +28,7 @@ def folded_panel(plan: Plan, plane: str, links: Sequence[int], state: Callable[[
     switches = {s.name: s for s in plan.switches if s.plane == plane}
     units, unit_of = _units(switches)
     to_core = _sort_cables(plan, links, switches, units, unit_of)
-    expansions = _expansions(plan, plane, links, switches, marks)
+    expansions = _expansions(plan, links, switches, marks, (units, unit_of, to_core))
     claimed = {i for _, members in expansions for i in members}
     panel = Panel(key=plane, plane=plane, title=_title(plane, switches, links, nodes))
     expanded_at = {unit_of[leaf]: (f"{plane}-x{n}", [m.ref for m in marks if set(m.cables) & set(members)])
@@ -89,10 +89,14 @@ def _sort_cables(plan: Plan, links: Sequence[int], switches: dict[str, Switch], 
     return to_core
 
 
-def _expansions(plan: Plan, plane: str, links: Sequence[int], switches: dict[str, Switch],
-                marks: list[Mark]) -> list[tuple[list[str], list[int]]]:
+Sorted = tuple[dict[tuple[object, ...], Unit], dict[str, tuple[object, ...]], dict[int, list[int]]]
+
+
+def _expansions(plan: Plan, links: Sequence[int], switches: dict[str, Switch], marks: list[Mark],
+                sorted_cables: Sorted) -> list[tuple[list[str], list[int]]]:
     """The parts drawn cable by cable, one per finding's place, the first MAX_EXPANDED: a leaf's
     scalable unit (or the leaf) with its node and uplink cables, or a spine with its core cables."""
+    units, unit_of, to_core = sorted_cables
     on_plane = set(links)
     parts: list[tuple[str, ...]] = []
     for mark in marks:
@@ -102,8 +106,11 @@ def _expansions(plan: Plan, plane: str, links: Sequence[int], switches: dict[str
                 parts += [part] if part not in parts else []
     result = []
     for part in parts:
-        members = [i for i in links if _in_part(plan, i, part, switches)]
-        result.append((list(part), members))
+        first = switches[part[0]]
+        nearby = to_core.get(first.pod or 0, []) if first.tier == "spine" else sorted(
+            units[unit_of[first.name]].down + units[unit_of[first.name]].up)
+        result.append((list(part), [i for i in nearby if plan.links[i].a.device in part
+                                    or plan.links[i].b.device in part]))
     return result
 
 
@@ -117,14 +124,6 @@ def _part_of(plan: Plan, i: int, switches: dict[str, Switch]) -> tuple[str, ...]
         return (leaf.name,)
     return tuple(sorted((s.name for s in switches.values() if s.tier == "leaf" and s.su == leaf.su
                          and s.pod == leaf.pod), key=natural_key))
-
-
-def _in_part(plan: Plan, i: int, part: tuple[str, ...], switches: dict[str, Switch]) -> bool:
-    link = plan.links[i]
-    spine_part = all(switches[p].tier == "spine" for p in part)
-    if spine_part != (link.tier == "spine_core"):
-        return False
-    return link.a.device in part or link.b.device in part
 
 
 def _part_name(switches: dict[str, Switch], part: list[str]) -> str:

@@ -35,7 +35,8 @@ def cabling_issues(report: CablingReport, index: PlanIndex) -> list[Issue]:
 
 
 def cabling_checked(report: CablingReport, index: PlanIndex) -> list[int]:
-    return [i for c in report.cables if c.verdict == "ok" and (i := index.cable(f"{c.a} {c.b}")) is not None]
+    return [i for c, i in zip(report.cables, index.cables_of(report.cables), strict=True)
+            if i is not None and c.verdict == "ok"]
 
 
 def localize_issues(report: LocalizeReport, index: PlanIndex) -> list[Issue]:

@@ -103,8 +103,8 @@ def _json_object(path: Path) -> dict[str, object]:
 def load_cabling(path: Path, plan: Plan, index: PlanIndex) -> CablingReport:
     report = parsed(path, CablingReport, "a `gpunet cabling check --json` output")
     _known_planes(path, plan, report.planes)
-    refuse_unknown(path, plan, "cables", (f"{c.a} {c.b}" for c in report.cables
-                                          if index.cable(f"{c.a} {c.b}") is None))
+    refuse_unknown(path, plan, "cables", (f"{c.a} {c.b}" for c, i in zip(report.cables, index.cables_of(report.cables),
+                                                                         strict=True) if i is None))
     return report
 
 

@@ -4,12 +4,16 @@ onto the Plan (Issue), each cable's state, and the Plan indexed by the names res
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, Literal
 
 from gpunet.model.base import Frozen
 from gpunet.model.plan import Plan
+
+if TYPE_CHECKING:
+    from gpunet.fabric.cabling import CableVerdict
 
 CableState = Literal["ok", "missing", "miswired", "suspect", "degraded", "down", "unchecked"]
 # The worst state a result shows wins: a cable that a cabling check found in place (ok) and that
@@ -52,6 +56,7 @@ class PlanIndex:
     by_end: dict[tuple[str, str], int] = field(default_factory=dict)  # ("gpu001", "ib0") -> link index
     switches: set[str] = field(default_factory=set)
     hca_of: dict[tuple[str, str], str] = field(default_factory=dict)  # (node, mlx5_3) -> ib3
+    _resolved: dict[int, tuple[object, list[int | None]]] = field(default_factory=dict)  # keeps each list alive
 
     @classmethod
     def of(cls, plan: Plan) -> PlanIndex:
@@ -64,8 +69,27 @@ class PlanIndex:
     def knows(self, device: str) -> bool:
         return device in self.switches or self.plan.node(device) is not None
 
+    @cached_property
+    def digest(self) -> str:
+        return plan_digest(self.plan)
+
     def end(self, device: str, port: str) -> int | None:
         return self.by_end.get((device, port))
+
+    def cables_of(self, verdicts: Sequence[CableVerdict]) -> list[int | None]:
+        """Each verdict's cable index (None: not a cable of the plan); kept for the same list, which
+        the loader and the drawing both ask about (370 000 cables at 12 500 nodes)."""
+        key = id(verdicts)
+        if key not in self._resolved:
+            by_end = self.by_end
+            found: list[int | None] = []
+            for v in verdicts:
+                a_device, _, a_port = v.a.partition(":")
+                b_device, _, b_port = v.b.partition(":")
+                i = by_end.get((a_device, a_port))
+                found.append(i if i is not None and by_end.get((b_device, b_port)) == i else None)
+            self._resolved[key] = (verdicts, found)
+        return self._resolved[key][1]
 
     def cable(self, name: str) -> int | None:
         """A cable by both ends ("a b", either order, as cabling.csv and localize name it) or by one end."""

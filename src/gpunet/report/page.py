@@ -18,7 +18,7 @@ from gpunet.report.badges import Mark
 from gpunet.report.drawing import Drawing, draw
 from gpunet.report.families import FAMILIES
 from gpunet.report.markup import Raw, link, not_given, para, pill, section, table
-from gpunet.report.model import Issue, Judgement, PlanIndex, cable_states, plan_digest
+from gpunet.report.model import Issue, Judgement, PlanIndex, cable_states
 from gpunet.report.plan_sections import bom_section, flows_section
 from gpunet.report.style import STYLE
 from gpunet.report.svg import legend_svg
@@ -39,19 +39,19 @@ class Report:
 
 
 def render_report(plan: Plan, results: dict[str, object], *, generated: datetime, costing: Costing | None = None,
-                  sources: dict[str, str] | None = None) -> Report:
+                  sources: dict[str, str] | None = None, index: PlanIndex | None = None) -> Report:
     """`results`: family key (FAMILIES) -> its typed result; a family not in it is "not given"."""
     unknown = set(results) - set(FAMILIES)
     if unknown:
         raise ValueError(f"unknown result families: {', '.join(sorted(unknown))}")
-    index = PlanIndex.of(plan)
+    index = index if index is not None and index.plan is plan else PlanIndex.of(plan)
     issues = _issues(results, index)
     checked = [i for key, r in results.items() for i in FAMILIES[key].checked(r, index)]
     states = cable_states(plan, checked, issues)
     refs = {id(issue): f"F{n}" for n, issue in enumerate(issues, 1)}
     drawing = draw(plan, states, [_mark(refs[id(i)], i) for i in issues if i.cables or i.devices])
     judgements = {key: family.judge(results[key]) for key, family in FAMILIES.items() if key in results}
-    digest = plan_digest(plan)
+    digest = index.digest
     data = _data(plan, results, issues, refs, judgements=judgements, states=states, generated=generated,
                  digest=digest, sources=sources or {})
     body = [_masthead(plan, digest, generated), _strip(judgements), _fabric(drawing, states),
