@@ -13,7 +13,7 @@ from gpunet.report.fold import FOLD_ABOVE, folded_panel
 from gpunet.report.geometry import Panel
 from gpunet.report.layout import tiered_panel
 from gpunet.report.model import CableState, cable_title
-from gpunet.report.svg import legend_svg, panel_svg, stacked
+from gpunet.report.svg import STATE_NAMES, legend_svg, panel_svg, stacked
 
 
 @dataclass
@@ -125,5 +125,6 @@ def render_topology_svg(plan: Plan) -> str:
     """The picture of the design (topology.svg beside summary.md): every plane, no results."""
     drawing = draw(plan)
     panels = list(drawing.every_panel())
-    counts = {"unchecked": len(plan.links)}
-    return stacked((drawing.svg(p) for p in panels), ((p.width, p.height) for p in panels), legend_svg(counts))
+    legend = legend_svg({"unchecked": len(plan.links)}, always=("unchecked",)).replace(
+        STATE_NAMES["unchecked"], "planned cables", 1)
+    return stacked((drawing.svg(p) for p in panels), ((p.width, p.height) for p in panels), legend)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TypeVar
 
@@ -173,5 +173,3 @@ def _known_planes(path: Path, plan: Plan, planes: Iterable[str]) -> None:
     known = {p.name for p in plan.planes}
     refuse_unknown(path, plan, "planes", (p for p in planes if p not in known))
 
-
-Loader = Callable[[Path, Plan, PlanIndex], object]

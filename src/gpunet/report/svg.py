@@ -122,9 +122,10 @@ def panel_svg(panel: Panel, states: Callable[[int], CableState], titles: Callabl
     return "\n".join(parts)
 
 
-def legend_svg(counts: dict[str, int]) -> str:
-    """The cable states, each with its line as drawn and how many cables are in it."""
-    items = [s for s in LEGEND_ORDER if counts.get(s) or s in ("ok", "unchecked")]
+def legend_svg(counts: dict[str, int], always: tuple[str, ...] = ("ok", "unchecked")) -> str:
+    """The cable states, each with its line as drawn and how many cables are in it: those in
+    `always`, and every other state some cable is in."""
+    items = [s for s in LEGEND_ORDER if counts.get(s) or s in always]
     x, parts = 8.0, []
     for state in items:
         label = f"{STATE_NAMES[state]}: {counts.get(state, 0):,}"

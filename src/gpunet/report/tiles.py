@@ -15,7 +15,9 @@ from gpunet.report.names import compact as fold
 
 TILE_W, TILE_H, TILE_GAP, PER_ROW = 164.0, 76.0, 10.0, 8
 BAR_H = 30.0
-WIDTH = PER_ROW * (TILE_W + TILE_GAP) - TILE_GAP
+POD_GAP = 24.0
+WIDTH = PER_ROW * (TILE_W + TILE_GAP) - TILE_GAP + POD_GAP  # two pods of half a row fit side by side
+MIN_BAR = 3 * (TILE_W + TILE_GAP) - TILE_GAP  # a pod's bar, however few its units: room for its label and note
 
 
 @dataclass
@@ -62,31 +64,38 @@ class Overview:
         cores = sorted((s.name for s in switches.values() if s.tier == "core"), key=natural_key)
         if cores:
             y = self.bar(y, f"cores: {len(cores):,} · {fold(cores)}", [], "core")
+        x, row_height = LEFT, 0.0
         for pod in sorted({u.pod for u in units}):
             spines = sorted((s.name for s in switches.values() if s.tier == "spine" and (s.pod or 0) == pod),
                             key=natural_key)
-            if spines:
-                up = [i for i in to_core.get(pod, []) if i not in self.claimed]
-                y = self.bar(y, f"pod {pod} spines: {len(spines):,} · {fold(spines)}", up, f"pod{pod}")
             members = [u for u in units if u.pod == pod]
+            span = max(MIN_BAR if spines else 0.0, min(len(members), PER_ROW) * (TILE_W + TILE_GAP) - TILE_GAP)
+            if x > LEFT and x + span > LEFT + WIDTH:  # pods side by side while they fit, then the next row
+                x, y, row_height = LEFT, y + row_height + 14, 0.0
+            top = self.bar(y, f"pod {pod} spines: {len(spines):,} · {fold(spines)}",
+                           [i for i in to_core.get(pod, []) if i not in self.claimed], f"pod{pod}", span, x) \
+                if spines else y
             for n, unit in enumerate(members):
-                x = LEFT + (n % PER_ROW) * (TILE_W + TILE_GAP)
-                self.tile(unit, Rect(x, y + (n // PER_ROW) * (TILE_H + TILE_GAP), TILE_W, TILE_H))
-            y += ((len(members) + PER_ROW - 1) // PER_ROW) * (TILE_H + TILE_GAP) + 14
-        panel.height = y + 8
+                self.tile(unit, Rect(x + (n % PER_ROW) * (TILE_W + TILE_GAP),
+                                     top + (n // PER_ROW) * (TILE_H + TILE_GAP), TILE_W, TILE_H))
+            rows = (len(members) + PER_ROW - 1) // PER_ROW
+            row_height = max(row_height, top - y + rows * (TILE_H + TILE_GAP) - TILE_GAP)
+            x += span + POD_GAP
+        panel.height = y + row_height + 22
 
-    def bar(self, y: float, label: str, up: list[int], key: str) -> float:
-        """A row of switches as one bar; a pod's bar also bundles its cables up to the cores."""
+    def bar(self, y: float, label: str, up: list[int], key: str, width: float = WIDTH, x: float = LEFT) -> float:
+        """A row of switches as one bar over the tiles under it; a pod's bar also bundles its cables
+        up to the cores."""
         refs = self.refs.get(("pod", int(key[3:])), []) if key.startswith("pod") else []
-        rect = Rect(LEFT, y, WIDTH, BAR_H)
+        rect = Rect(x, y, width, BAR_H)
         note = " ".join([*refs[:4], *([f"{len(up):,} cables up to the cores"] if up else [])])
-        text = fit(label, WIDTH - text_width(note, 10) - 60, 11)
+        text = fit(label, width - text_width(note, 10) - 60, 11)
         self.panel.tiles.append(Tile(key=key, rect=rect, id=f"{self.panel.key}-{key}", title=label, state="unchecked",
-                                     texts=(Text(LEFT + 8 + text_width(text, 11) / 2, y + BAR_H / 2, text, 11),),
+                                     texts=(Text(x + 8 + text_width(text, 11) / 2, y + BAR_H / 2, text, 11),),
                                      refs=tuple(refs)))
         if up:
             state = worst(up, self.state)
-            glyph = Rect(LEFT + WIDTH - text_width(note, 10) - 44, y + BAR_H / 2 - 3, 28, 6)
+            glyph = Rect(rect.right - text_width(note, 10) - 44, y + BAR_H / 2 - 3, 28, 6)
             self.panel.bundles.append(Bundle(f"{key}-up", tuple(up), state, glyph, f"{note}: worst {state}"))
         if note:
             self.panel.texts.append(Text(rect.right - 8 - text_width(note, 10) / 2, y + BAR_H / 2, note, 10,
