@@ -73,7 +73,7 @@ class Overview:
             if x > LEFT and x + span > LEFT + WIDTH:  # pods side by side while they fit, then the next row
                 x, y, row_height = LEFT, y + row_height + 14, 0.0
             top = self.bar(y, f"pod {pod} spines: {len(spines):,} · {fold(spines)}",
-                           [i for i in to_core.get(pod, []) if i not in self.claimed], f"pod{pod}", span, x) \
+                           [i for i in to_core.get(pod, []) if i not in self.claimed], f"pod{pod}", width=span, x=x) \
                 if spines else y
             for n, unit in enumerate(members):
                 self.tile(unit, Rect(x + (n % PER_ROW) * (TILE_W + TILE_GAP),
@@ -83,7 +83,7 @@ class Overview:
             x += span + POD_GAP
         panel.height = y + row_height + 22
 
-    def bar(self, y: float, label: str, up: list[int], key: str, width: float = WIDTH, x: float = LEFT) -> float:
+    def bar(self, y: float, label: str, up: list[int], key: str, *, width: float = WIDTH, x: float = LEFT) -> float:
         """A row of switches as one bar over the tiles under it; a pod's bar also bundles its cables
         up to the cores."""
         refs = self.refs.get(("pod", int(key[3:])), []) if key.startswith("pod") else []
