@@ -44,7 +44,7 @@ from gpunet.report.build import ReportFiles, build_report, write_report
 from gpunet.report.model import plan_digest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.report.browser: the Chromium driver
-from tests.report.browser import Browser, chromium  # noqa: E402
+from tests.report.browser import Browser, chromium
 
 TARGETS = {"seconds": 10.0, "megabytes": 10.0, "first_paint_s": 3.0}
 BENCH_NODES = 256
@@ -128,19 +128,22 @@ def main(argv: list[str] | None = None) -> int:
         sizes = {p.name: p.stat().st_size for p in Path(scratch).iterdir()}
         print("results: " + ", ".join(f"{name} {size / 2**20:.1f} MiB" for name, size in sorted(sizes.items())))
         page = Path(scratch) / "report.html"
-        seconds, paints = [], []
+        seconds, cpu, paints = [], [], []
         for run in range(args.runs):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             write_report(build_report(plan, files), page)
             seconds.append(time.perf_counter() - start)
+            cpu.append(time.process_time() - start_cpu)  # this process's own CPU: what the load does not add
             paints.append(first_paint(page) if chromium() else float("nan"))
-            print(f"run {run + 1}: written in {seconds[-1]:.2f} s, first paint {paints[-1]:.3f} s "
-                  f"(load {os.getloadavg()[0]:.2f})")
+            print(f"run {run + 1}: written in {seconds[-1]:.2f} s ({cpu[-1]:.2f} s of CPU), first paint "
+                  f"{paints[-1]:.3f} s (load {os.getloadavg()[0]:.2f})")
         megabytes = page.stat().st_size / 1e6
     summary = {"nodes": args.nodes, "cables": len(plan.links), "seconds": statistics.median(seconds),
-               "megabytes": round(megabytes, 2), "first_paint_s": statistics.median(paints)}
+               "cpu_seconds": statistics.median(cpu), "megabytes": round(megabytes, 2),
+               "first_paint_s": statistics.median(paints)}
     met = {k: summary[k] < limit for k, limit in TARGETS.items()}
-    print(f"median: written in {summary['seconds']:.2f} s (target {TARGETS['seconds']:g}), "
+    print(f"median: written in {summary['seconds']:.2f} s ({summary['cpu_seconds']:.2f} s of CPU; target "
+          f"{TARGETS['seconds']:g} s), "
           f"{megabytes:.2f} MB (target {TARGETS['megabytes']:g}), first paint {summary['first_paint_s']:.3f} s "
           f"(target {TARGETS['first_paint_s']:g})")
     print(json.dumps(summary | {"met": met}))

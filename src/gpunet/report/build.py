@@ -11,6 +11,7 @@ from pathlib import Path
 from gpunet.decide.catalog import load_catalog
 from gpunet.decide.cost import price_plan
 from gpunet.errors import UsageError
+from gpunet.model.base import bulk_objects
 from gpunet.model.plan import Plan
 from gpunet.render.write import OutputTree
 from gpunet.report.bench import load_bench
@@ -62,11 +63,12 @@ def read_results(plan: Plan, files: ReportFiles, index: PlanIndex | None = None)
 
 
 def build_report(plan: Plan, files: ReportFiles, generated: datetime | None = None) -> Report:
-    index = PlanIndex.of(plan)
-    results, sources = read_results(plan, files, index)
-    costing = price_plan(plan, load_catalog(files.catalog)) if files.catalog is not None else None
-    return render_report(plan, results, generated=generated or datetime.now(UTC), costing=costing, sources=sources,
-                         index=index)
+    with bulk_objects():  # 370 000 cable verdicts at 12 500 nodes: no cyclic GC passes over them while built
+        index = PlanIndex.of(plan)
+        results, sources = read_results(plan, files, index)
+        costing = price_plan(plan, load_catalog(files.catalog)) if files.catalog is not None else None
+        return render_report(plan, results, generated=generated or datetime.now(UTC), costing=costing,
+                             sources=sources, index=index)
 
 
 def write_report(report: Report, output: Path) -> None:
