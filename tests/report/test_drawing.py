@@ -9,6 +9,7 @@ import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -75,6 +76,7 @@ def test_every_example_draws_each_cable_once_without_overlaps(name: str) -> None
     drawing = draw(plan)
     assert_every_cable_once(plan, drawing)
     assert_no_labels_overlap(drawing)
+    ElementTree.fromstring(render_topology_svg(plan))  # well-formed XML: topology.svg opens on its own
 
 
 @st.composite
