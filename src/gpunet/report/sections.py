@@ -25,7 +25,7 @@ def judge_doctor(r: DoctorResults) -> Judgement:
     verdict = "fail" if verdicts["fail"] or unreachable else "warn" if verdicts["warn"] else "pass"
     more = f", {unreachable} group(s) without findings" if unreachable else ""
     return Judgement(verdict=verdict, summary=f"{nodes} node(s): {verdicts['fail']} failing, "
-                                              f"{verdicts['warn']} warning{more}")
+                                              f"{verdicts['warn']} warning(s){more}")
 
 
 def doctor_section(r: DoctorResults) -> str:
@@ -97,7 +97,7 @@ def judge_switch(r: SwitchResults) -> Judgement:
     switches = len({f.switch for f in r.findings})
     verdict = "fail" if verdicts["fail"] else "warn" if verdicts["warn"] else "pass"
     return Judgement(verdict=verdict, summary=f"{switches} switch(es): {verdicts['fail']} failing, "
-                                              f"{verdicts['warn']} warning")
+                                              f"{verdicts['warn']} warning(s)")
 
 
 def switch_section(r: SwitchResults) -> str:
