@@ -30,7 +30,7 @@ def test_plan_without_spec_designs_the_scalable_unit(tmp_path: Path) -> None:
     assert head["oversubscription"]["compute"] == {"leaf": 1.0}
     assert head["bisection_gbps"]["compute"] == 32 * 8 * 400 / 2
     assert sorted(p.name for p in tmp_path.iterdir()) == [
-        "addresses.csv", "bom.csv", "cabling.csv", "plan.json", "summary.md"]
+        "addresses.csv", "bom.csv", "cabling.csv", "plan.json", "summary.md", "topology.svg"]
 
 
 def test_second_run_changes_nothing(tmp_path: Path) -> None:

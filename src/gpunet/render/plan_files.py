@@ -118,6 +118,8 @@ def render_summary_md(plan: Plan, costing: Costing | None = None) -> str:
         f"{len(plan.nodes)} nodes, {sum(n.gpus for n in plan.nodes)} GPUs, {len(plan.switches)} switches, "
         f"{len(plan.links)} cables.",
         "",
+        "![The fabric: every plane in tiers, every cable](topology.svg)",
+        "",
         "| plane | technology | style | tiers | endpoints | leaves | spines | cores | "
         "oversubscription | bisection (Gb/s) | max hops | growth headroom (nodes) |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -187,10 +189,18 @@ def render_plan_json(plan: Plan) -> str:
     return plan.model_dump_json(indent=1, exclude_defaults=False) + "\n"
 
 
+def render_topology_svg(plan: Plan) -> str:
+    """The picture of the design (report/drawing.py), loaded when drawn: doctor's start-up does not pay for it."""
+    from gpunet.report.drawing import render_topology_svg as draw  # noqa: PLC0415
+
+    return draw(plan)
+
+
 PLAN_FILES = {
     "plan.json": render_plan_json,
     "cabling.csv": render_cabling_csv,
     "addresses.csv": render_addresses_csv,
     "bom.csv": render_bom_csv,
     "summary.md": render_summary_md,
+    "topology.svg": render_topology_svg,
 }
