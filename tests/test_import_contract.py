@@ -14,7 +14,7 @@ ALLOWED: dict[str, set[str]] = {
     "spec": {"design"},
     "design": set(),
     "decide": {"design", "spec"},
-    "render": {"decide"},
+    "render": {"decide", "report"},  # plan's topology.svg is the report's drawing of the Plan
     "probe": set(),
     "checks": {"probe"},
     "fleet": {"checks"},
@@ -25,6 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "lab": {"fabric", "render", "design", "spec"},
     "apply": {"fleet", "render"},
     "reach": {"lab", "fleet", "fabric", "spec"},
+    "report": {"bench", "checks", "decide", "fabric", "fleet", "localize"},
     "api": {"*"},
     "cli": {"api"},
     "__main__": {"cli"},

@@ -34,14 +34,14 @@ LAZY: dict[str, tuple[str, str]] = {
     "cabling": ("gpunet.cli.cabling", "app"), "ibsim": ("gpunet.cli.ibsim", "app"),
     "localize": ("gpunet.cli.localize", "localize"), "doctor": ("gpunet.cli.doctor", "doctor"),
     "probe": ("gpunet.cli.doctor", "probe"), "exporter": ("gpunet.cli.exporter", "exporter"),
-    "compare": ("gpunet.cli.compare", "compare"),
+    "compare": ("gpunet.cli.compare", "compare"), "report": ("gpunet.cli.report", "report"),
 }
 # the render targets, written out so `--help` need not import the renderers (a test holds it to them)
 TARGETS_HELP = ("netplan, networkmanager, sysctl, nftables, firewalld, sshd, hosts, nccl, ntp, ssh_config, slurm, "
                 "ansible, clustershell, prometheus, grafana")
 
 ORDER = ("validate", "plan", "compare", "render", "flows", "examples", "init", "lab", "ibsim", "fleet", "apply",
-         "doctor", "probe", "bench", "cabling", "localize", "exporter")
+         "doctor", "probe", "bench", "cabling", "localize", "report", "exporter")
 
 
 class LazyGroup(TyperGroup):

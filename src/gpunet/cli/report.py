@@ -12,14 +12,16 @@ from rich.markup import escape
 
 from gpunet.cli.console import stdout
 from gpunet.cli.errors import handles_errors
+from gpunet.cli.options import JsonOpt, PlanOpt
+
+PlanArg = Annotated[Path, PlanOpt.__metadata__[0]]  # required here: the results are judged against it
 
 COLOURS = {"pass": "green", "warn": "yellow", "fail": "red", "info": "dim", "not given": "dim"}
 
 
 @handles_errors
 def report(
-    plan: Annotated[Path, typer.Option("--plan", help="plan.json (or spec) the results belong to.",
-                                       show_default=False)],
+    plan: PlanArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="The HTML file to write.", show_default=False)],
     doctor: Annotated[list[Path] | None, typer.Option("--doctor", help="`doctor --json` output, one node's or a "
                                                                        "fleet's (repeat).", show_default=False)]
@@ -41,19 +43,18 @@ def report(
     catalog: Annotated[Path | None, typer.Option("--catalog", help="Parts catalog: the bill of materials priced, "
                                                                    "and its power ('example': placeholder numbers).",
                                                  show_default=False)] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the verdicts and findings as JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Write one HTML page: the fabric drawn with every cable in its latest state, the findings linked
     to their place in the drawing, bill of materials, flows, and each result given (a result not
     given is said to be missing, never shown as clean). Exit 0 when written, 2 on bad input (a
     result of another plan included)."""
-    from gpunet import api
-    from gpunet.report.build import ReportFiles, build_report, write_report
+    from gpunet.api.report import ReportFiles
+    from gpunet.api.report import report as write_page
 
     files = ReportFiles(doctor=tuple(doctor or ()), cabling=cabling, localize=localize, bench_db=bench_db, run=run,
                         switch=switch, sim=sim, compare=compare, catalog=catalog)
-    page = build_report(api.load_plan(plan), files)
-    write_report(page, output)
+    page = write_page(plan, files, output)
     verdicts: dict[str, dict[str, str]] = page.data["verdicts"]  # type: ignore[assignment]
     if as_json:
         print(json.dumps({"report": str(output), "verdicts": verdicts, "findings": page.data["findings"]}, indent=1))

@@ -11,9 +11,9 @@ from pathlib import Path
 from gpunet.decide.catalog import load_catalog
 from gpunet.decide.cost import price_plan
 from gpunet.errors import UsageError
+from gpunet.files.write import OutputTree
 from gpunet.model.base import bulk_objects
 from gpunet.model.plan import Plan
-from gpunet.render.write import OutputTree
 from gpunet.report.bench import load_bench
 from gpunet.report.load import load_cabling, load_compare, load_doctor, load_localize, load_sim, load_switch
 from gpunet.report.model import PlanIndex
