@@ -14,6 +14,7 @@ from gpunet.cli.console import cell, print_table, stderr, stdout
 from gpunet.cli.errors import EXIT_CHECKS_FAILED, handles_errors
 from gpunet.errors import ParseError, UsageError
 from gpunet.fabric.counters import parse_ibqueryerrors
+from gpunet.inputs import read_text
 from gpunet.localize.probing import ProbeSettings
 from gpunet.localize.report import LocalizeReport
 from gpunet.localize.run import localize_counters, localize_ibsim, localize_lab, localize_prometheus
@@ -94,12 +95,7 @@ def _check(*paths: Path | None) -> None:
 
 
 def _read(path: Path) -> str:
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise UsageError(f"{path}: over {MAX_FILE_BYTES // 2**20} MiB, not an ibqueryerrors output")
-        return path.read_text(errors="replace")
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+    return read_text(path, MAX_FILE_BYTES, "saved ibqueryerrors output")
 
 
 def _print(report: LocalizeReport) -> None:
