@@ -150,3 +150,19 @@ def _check_depth(data: Any, tool: str) -> None:
         if not level:
             return
     raise ParseError(tool, 1, f"JSON nested deeper than {MAX_DEPTH} levels")
+
+
+def check_private(directory: Path, what: str) -> None:
+    """OpenSSH's StrictModes for a directory gpunet keeps state in and trusts: it and every parent,
+    on its physical path, owned by this user or root and writable by no one else (a root-owned
+    sticky directory such as /tmp excepted as a parent: no one else can rename what is in it).
+    UsageError naming the first that is not."""
+    physical = directory.resolve()
+    me = os.geteuid()
+    for place in (physical, *physical.parents):
+        info = os.lstat(place)
+        if info.st_uid not in (me, 0):
+            raise UsageError(f"{place} belongs to uid {info.st_uid}: gpunet keeps no {what} there")
+        sticky_parent = place != physical and info.st_uid == 0 and info.st_mode & stat.S_ISVTX
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not sticky_parent:
+            raise UsageError(f"{place} is writable by others: gpunet keeps no {what} there")
