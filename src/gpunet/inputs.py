@@ -30,7 +30,7 @@ from gpunet.errors import ParseError, UsageError
 MAX_NUMBER_CHARS = 64  # a 64-bit counter is 20 digits, a float in full 24 characters
 MAX_DEPTH = 64  # every format gpunet reads nests fewer than 12 levels
 CHUNK = 1 << 20
-DIGITS = re.compile(r"-?[0-9]{1,%d}" % MAX_NUMBER_CHARS)  # ASCII only: "²".isdigit() is true, int("²") fails
+DIGITS = re.compile(rf"-?[0-9]{{1,{MAX_NUMBER_CHARS}}}")  # ASCII only: "²".isdigit() is true, int("²") fails
 KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
          stat.S_IFDIR: "a directory", stat.S_IFSOCK: "a socket", stat.S_IFLNK: "a symlink"}
 
@@ -119,8 +119,8 @@ def load_json(text: str | bytes, tool: str) -> Any:
     """A JSON document with numbers of at most MAX_NUMBER_CHARS characters and at most MAX_DEPTH
     levels of nesting; ParseError(tool, line) for anything else."""
     try:
-        data = json.loads(text, parse_int=lambda s: _number(s, int, tool), parse_float=lambda s: _number(s, float, tool),
-                          parse_constant=lambda s: _constant(s, tool))
+        data = json.loads(text, parse_int=lambda s: _number(s, int, tool),
+                          parse_float=lambda s: _number(s, float, tool), parse_constant=lambda s: _constant(s, tool))
     except json.JSONDecodeError as exc:
         raise ParseError(tool, exc.lineno, f"not JSON: {exc.msg}") from None
     except RecursionError:

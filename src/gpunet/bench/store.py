@@ -15,8 +15,8 @@ from pathlib import Path
 from pydantic import TypeAdapter, ValidationError
 
 from gpunet.bench.health import EndHealth
-from gpunet.inputs import check_regular
 from gpunet.errors import UsageError
+from gpunet.inputs import check_regular
 from gpunet.model.base import Frozen
 
 SCHEMA = """

@@ -32,7 +32,7 @@ class _Series(_Typed):
 
 
 class _Vector(_Typed):
-    resultType: Literal["vector"]  # noqa: N815  (Prometheus' own key)
+    resultType: Literal["vector"]
     result: list[_Series]
 
 

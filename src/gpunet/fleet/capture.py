@@ -18,9 +18,9 @@ from ClusterShell.NodeSet import NodeSet
 from gpunet.errors import UsageError
 from gpunet.fleet import ClusterShellRunner, NodeOutcome
 from gpunet.fleet.gather import gather_each, replace
-from gpunet.fleet.pack import TransferRefused
 from gpunet.fleet.steps import multiplexed, run_each
 from gpunet.fleet.transfer import TransferOutcome, TransferResult, why
+from gpunet.fleet.untar import TransferRefused
 from gpunet.model.plan import Plan
 from gpunet.model.types import DEVICE_PATTERN
 from gpunet.render.write import output_root

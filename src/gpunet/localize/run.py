@@ -11,9 +11,9 @@ from collections.abc import Sequence
 
 from gpunet.errors import UsageError
 from gpunet.fabric.counters import EthPortErrors, parse_ibqueryerrors, parse_ip_link_stats
+from gpunet.fabric.observed import End
 from gpunet.fabric.prometheus import parse_prometheus_vector
 from gpunet.inputs import read_stream, text_of
-from gpunet.fabric.observed import End
 from gpunet.lab.build import COUNTERS_NOTE, LAB_PLAN, node_argv
 from gpunet.lab.ibsim import run_tool, sim_plan
 from gpunet.lab.state import LabState, lab_dir, read_state
