@@ -36,7 +36,7 @@ KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBL
 
 
 def mib(limit: int) -> str:
-    return f"{limit / 2**20:g} MiB"
+    return f"{limit // 2**20} MiB" if limit % 2**20 == 0 else f"{limit} bytes"
 
 
 def open_regular(path: Path, what: str) -> int:

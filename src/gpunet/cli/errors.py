@@ -10,7 +10,7 @@ from typing import ParamSpec, TypeVar
 import typer
 from rich.markup import escape
 
-from gpunet.cli.console import stderr
+from gpunet.cli.console import printable, stderr
 from gpunet.errors import GpunetError, LabUsageError, PlanError, SpecError, UsageError
 
 EXIT_OK, EXIT_CHECKS_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -33,8 +33,8 @@ def report(error: GpunetError, as_json: bool) -> None:
         ] if problems else [{"message": str(error)}]}
         print(json.dumps(body, indent=1))
         return
-    for line in [str(p) for p in problems] if problems else [str(error)]:
-        stderr.print(f"[red]error[/red] {escape(line)}", markup=True, highlight=False)
+    for line in [str(p) for p in problems] if problems else str(error).splitlines() or [""]:
+        stderr.print(f"[red]error[/red] {escape(printable(line, keep=''))}", markup=True, highlight=False)
 
 
 def handles_errors(command: Callable[P, R]) -> Callable[P, R]:
