@@ -19,6 +19,7 @@ ParseError(tool, line), as every parser raises."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import stat
@@ -134,7 +135,10 @@ def load_json(text: str | bytes, tool: str) -> Any:
 def _number(text: str, kind: type[int] | type[float], tool: str) -> int | float:
     if len(text) > MAX_NUMBER_CHARS:
         raise ParseError(tool, 1, f"a number of {len(text)} characters (at most {MAX_NUMBER_CHARS})")
-    return kind(text)
+    number = kind(text)
+    if not math.isfinite(number):  # 1e400 is inf: no count, and int() of it raises OverflowError
+        raise ParseError(tool, 1, f"a number out of range: {text}")
+    return number
 
 
 def _constant(text: str, tool: str) -> Any:

@@ -106,8 +106,10 @@ def parse_ip_link_stats(text: str, device: str) -> tuple[EthPortErrors, ...]:
         if not isinstance(link, dict) or not isinstance(link.get("ifname"), str):
             raise ParseError("ip -s -j link", 1, "a link without an ifname")
         stats = link.get("stats64") or link.get("stats")
-        if link["ifname"] == "lo" or not isinstance(stats, dict):
+        if link["ifname"] == "lo":
             continue
+        if not isinstance(stats, dict):  # `ip -s -j link` gives every link its stats: this is another output
+            raise ParseError("ip -s -j link", 1, f"{link['ifname'][:40]!r} has no stats64: not ip -s -j link")
         counters = {f"{direction}_{name}": int(value) for direction in ("rx", "tx")
                     for name, value in (stats.get(direction) or {}).items()
                     if isinstance(value, int) and f"{direction}_{name}" in (*ETH_DAMAGE, *ETH_DROPS)}

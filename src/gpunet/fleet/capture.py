@@ -164,7 +164,7 @@ def _captured(ran: Mapping[str, NodeOutcome]) -> tuple[dict[str, str], dict[str,
         if outcome.rc == 0 and fields.get("dir", "").startswith("/"):
             dirs[node] = fields["dir"]
             counts[node] = {dev: int(n) for dev, _, n in (v.partition(" ") for k, v in lines if k == "captured")
-                            if n.isdigit()}
+                            if re.fullmatch(r"[0-9]{1,20}", n)}
         else:
             failed[node] = TransferOutcome(node=node, ok=False, error=why(outcome))
     return dirs, counts, failed

@@ -154,6 +154,8 @@ def parse_iptables_save(text: str) -> Ruleset:
             in_chain.append(_iptables_rule(words[2:], len(in_chain) + 1, line))
         else:
             raise ParseError("iptables-save", number, f"unexpected line {line[:60]!r}")
+    if not table and text.strip():  # iptables-save prints nothing at all when no table is loaded
+        raise ParseError("iptables-save", 1, "no '*table' line: not iptables-save output")
     return Ruleset(chains=tuple(_iptables_chain(table, name, policy, rules.get((table, name), []))
                                 for (table, name), policy in chains.items()))
 
