@@ -6,6 +6,7 @@ is never guessed: a drop behind one is reported as uncertain, not as a block."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Network
 from typing import Literal
@@ -15,6 +16,7 @@ from gpunet.model.ruleset import Chain, Match, Rule, Ruleset
 HOOKS = ("ingress", "prerouting", "input")  # where an arriving packet meets filters, in order
 FAMILIES = ("ip", "inet", "netdev")
 MAX_JUMPS = 64
+PORT = re.compile(r"[0-9]{1,5}")
 
 
 @dataclass(frozen=True)
@@ -134,24 +136,44 @@ def _matches(packet: Packet, matches: tuple[Match, ...]) -> bool | None:
 def _one(packet: Packet, match: Match) -> bool | None:
     if match.kind == "unknown":
         return None
-    hit = any(_value(packet, match.kind, value) for value in match.values)
+    if match.kind == "concat":
+        hit = any(_concatenated(packet, match.parts, value) for value in match.values)
+    else:
+        hit = any(_value(packet, match.kind, value) for value in match.values)
     return hit != match.negated
+
+
+def _concatenated(packet: Packet, parts: tuple[str, ...], value: str) -> bool:
+    """`ip saddr . tcp dport` against '10.0.0.0/8 . 22': every part holds."""
+    pieces = value.split(" . ")
+    return len(pieces) == len(parts) and all(_value(packet, kind, piece) for kind, piece in zip(parts, pieces,
+                                                                                                  strict=True))
 
 
 def _value(packet: Packet, kind: str, value: str) -> bool:
     if kind == "iifname":
         return packet.iifname == value or (value.endswith(("*", "+")) and packet.iifname.startswith(value[:-1]))
     if kind in ("saddr", "daddr"):
-        address = IPv4Address(packet.saddr if kind == "saddr" else packet.daddr)
-        try:
-            return address in IPv4Network(value, strict=False)
-        except ValueError:
-            return False
+        return _address_in(IPv4Address(packet.saddr if kind == "saddr" else packet.daddr), value)
     if kind == "protocol":
         return value in (packet.protocol, "all", "0")
     if kind == "dport":
         low, _, high = value.partition("-")
-        return low.isdigit() and int(low) <= packet.dport <= int(high or low)
+        return PORT.fullmatch(low) is not None and PORT.fullmatch(high or low) is not None \
+            and int(low) <= packet.dport <= int(high or low)
     if kind == "ct_state":
         return value == "new"  # the first packet of a connection
+    if kind == "nfproto":
+        return value == "ipv4"  # the flows judged are IPv4
     return False
+
+
+def _address_in(address: IPv4Address, value: str) -> bool:
+    """A prefix ('10.0.0.0/8', '10.0.0.1') or a range ('10.0.0.1-10.0.0.9', an nft interval)."""
+    try:
+        if "-" in value:
+            low, _, high = value.partition("-")
+            return IPv4Address(low) <= address <= IPv4Address(high)
+        return address in IPv4Network(value, strict=False)
+    except ValueError:  # an IPv6 element of an inet set: not this IPv4 packet's
+        return False
