@@ -47,6 +47,18 @@ class Verdict:
         handle = f"handle {self.rule.handle}" if self.rule.handle is not None else f"rule {self.rule.position}"
         return f"{place} {handle}: {self.rule.text}"
 
+    @property
+    def sentence(self) -> str:
+        """Which rule of which table, in words: `rule handle 3 (iifname ib0 drop) of chain input in
+        nft table inet broken`; `the drop policy of chain input in nft table inet gpunet`."""
+        if self.chain is None:
+            return "no rule"
+        table = f"chain {self.chain.name} in {self.chain.source} table {self.chain.family} {self.chain.table}"
+        if self.rule is None:
+            return f"the {self.chain.policy} policy of {table}"
+        which = f"handle {self.rule.handle}" if self.rule.handle is not None else str(self.rule.position)
+        return f"rule {which} ({self.rule.text}) of {table}"
+
 
 def evaluate(packet: Packet, rulesets: list[Ruleset]) -> Verdict:
     """The first rule or policy that surely drops or rejects it; else uncertain, where a rule that
@@ -118,8 +130,9 @@ class _Traversal:
         if not other:
             return decided
         said = decided.where or "the chains' policies"
-        return Verdict("uncertain", decided.chain, other[0], f"{said} decides, unless {other[0].text!r} (which "
-                                                             "gpunet cannot evaluate) does first")
+        unread = next((m.text for m in other[0].matches if m.kind == "unknown"), "")
+        return Verdict("uncertain", decided.chain, other[0], f"{said} decides, unless {other[0].text!r} does first "
+                                                             f"(gpunet cannot evaluate {unread or 'it'})")
 
 
 def _matches(packet: Packet, matches: tuple[Match, ...]) -> bool | None:

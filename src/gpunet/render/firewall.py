@@ -13,6 +13,7 @@ from gpunet.render.common import addressed, header
 from gpunet.render.quote import token, xml_attribute
 
 NFT_PATH = "etc/nftables.d/gpunet.nft"
+NFT_TABLE = "gpunet"  # table inet gpunet: the only table gpunet writes, replaces or removes
 ZONES_DIR = "etc/firewalld/zones"
 NFT_COMMENT_MAX = 127  # nftables refuses comments over 128 bytes
 
@@ -52,7 +53,7 @@ def render_nftables(plan: Plan, node: Node) -> str:
     lines = [
         "#!/usr/sbin/nft -f", header("nftables").rstrip(),
         "# Replaces only gpunet's own table: other tables (container runtimes, fail2ban) stay.",
-        "table inet gpunet", "delete table inet gpunet", "", "table inet gpunet {",
+        f"table inet {NFT_TABLE}", f"delete table inet {NFT_TABLE}", "", f"table inet {NFT_TABLE} {{",
         "\tchain input {", "\t\ttype filter hook input priority filter; policy drop;",
         "\t\tct state established,related accept comment \"replies, and ICMP errors for our flows\"",
         "\t\tct state invalid drop", '\t\tiif "lo" accept',
