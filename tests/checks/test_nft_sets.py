@@ -21,12 +21,12 @@ from gpunet.api import plan_spec
 from gpunet.checks.base import Context
 from gpunet.checks.filtering import Packet, evaluate
 from gpunet.checks.firewall import needed_flows_admitted
+from gpunet.design import design
+from gpunet.model.plan import Node
 from gpunet.model.ruleset import Ruleset
 from gpunet.model.state import FirewallState, NodeState
 from gpunet.probe.rulesets import parse_nft_ruleset
 from gpunet.render.firewall import render_nftables
-from gpunet.design import design
-from gpunet.model.plan import Node
 from gpunet.spec.examples import EXAMPLES, example_text
 from gpunet.spec.loader import parse_spec
 
