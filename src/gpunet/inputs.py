@@ -66,8 +66,14 @@ def read_bytes(path: Path, limit: int, what: str) -> bytes:
         size = os.fstat(fd).st_size
         if size > limit:
             raise UsageError(f"{path}: {size} bytes is over gpunet's limit of {mib(limit)} for a {what}")
+        over = f"{path}: over gpunet's limit of {mib(limit)} for a {what}"
         try:
-            return _bounded(handle, limit, f"{path}: over gpunet's limit of {mib(limit)} for a {what}")
+            # one read of the size fstat gave (one buffer, not chunks joined: a 100 MB plan costs 100 MB),
+            # then on in chunks only if the file grew meanwhile, or has no size (procfs)
+            data = handle.read(size + 1) if size else b""
+            if len(data) > limit:
+                raise UsageError(over)
+            return data + _bounded(handle, limit - len(data), over) if len(data) > size or not size else data
         except OSError as exc:
             raise UsageError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
 
