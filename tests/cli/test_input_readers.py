@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks.input_limits import prometheus_stand_in, reader_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from benchmarks.input_limits import prometheus_stand_in, reader_cases
 from gpunet.cli.main import app
 from gpunet.errors import ParseError
 from gpunet.fabric.prometheus import parse_prometheus_vector
