@@ -45,7 +45,7 @@ def open_regular(path: Path, what: str) -> int:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except OSError as exc:
-        raise UsageError(f"{path}: cannot read the {what}: {exc.strerror or exc}") from None
+        raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
     kind = stat.S_IFMT(os.fstat(fd).st_mode)
     if kind != stat.S_IFREG:
         os.close(fd)

@@ -25,7 +25,8 @@ def read_plan(path: Path) -> Plan:
     try:
         raw = read_bytes(path, MAX_PLAN_BYTES, "plan")
     except UsageError as exc:
-        raise PlanError(f"{path}: cannot read plan: {str(exc).removeprefix(f'{path}: ')}") from None
+        why = str(exc).removeprefix(f"{path}: ").removeprefix("cannot read: ")
+        raise PlanError(f"{path}: cannot read plan: {why}") from None
     try:
         with bulk_objects():
             plan = Plan.model_validate_json(raw)  # parsed, UTF-8 checked and validated in pydantic's core
