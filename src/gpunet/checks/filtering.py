@@ -53,11 +53,24 @@ class Verdict:
         nft table inet broken`; `the drop policy of chain input in nft table inet gpunet`."""
         if self.chain is None:
             return "no rule"
-        table = f"chain {self.chain.name} in {self.chain.source} table {self.chain.family} {self.chain.table}"
         if self.rule is None:
-            return f"the {self.chain.policy} policy of {table}"
+            return f"the {self.chain.policy} policy of {self.place}"
+        return f"{self.rule_named} of {self.place}"
+
+    @property
+    def place(self) -> str:
+        """`chain input in nft table inet broken`."""
+        if self.chain is None:
+            return ""
+        return f"chain {self.chain.name} in {self.chain.source} table {self.chain.family} {self.chain.table}"
+
+    @property
+    def rule_named(self) -> str:
+        """`rule handle 3 (iifname ib0 drop)`."""
+        if self.rule is None:
+            return ""
         which = f"handle {self.rule.handle}" if self.rule.handle is not None else str(self.rule.position)
-        return f"rule {which} ({self.rule.text}) of {table}"
+        return f"rule {which} ({self.rule.text})"
 
 
 def evaluate(packet: Packet, rulesets: list[Ruleset]) -> Verdict:

@@ -62,8 +62,9 @@ def _fix(verdict: Verdict) -> str:
     if chain is not None and (chain.source, chain.family, chain.table) == ("nft", "inet", NFT_TABLE):
         return (f"gpunet's own table inet {NFT_TABLE} does not admit this flow: it is older than the plan; apply "
                 "the plan's firewall again (gpunet apply run NODES --plan plan.json --target nftables)")
-    return (f"allow it in {verdict.sentence.split(' of ', 1)[-1] if verdict.rule is None else verdict.sentence} "
-            f"before it drops it; gpunet's table inet {NFT_TABLE} already admits the plan's flows")
+    before = f", before {verdict.rule_named}" if verdict.rule is not None else ""
+    return (f"allow this flow in {verdict.place}{before}; gpunet's table inet {NFT_TABLE} already admits the "
+            "plan's flows")
 
 
 def _source_address(plan: Plan, flow: Flow, position: int) -> str:
