@@ -128,7 +128,9 @@ def test_a_foreign_table_dropping_the_compute_plane_is_named(lab: LabState) -> N
     failed = only(findings, "GN-FW-01")
     assert code == 1 and {subject.split()[0] for _, _, subject in failed} == {"compute-peers"}
     named = next(f for f in findings if f["check"] == "GN-FW-01" and f["verdict"] == "fail")
-    assert "nft inet gnblock input handle" in named["observed"] and 'iifname ens1 drop' in named["observed"]
+    assert named["observed"].startswith("dropped by rule handle ") and "(iifname ens1 drop)" in named["observed"]
+    assert named["observed"].endswith("of chain input in nft table inet gnblock")
+    assert "remove" not in named["fix"] and "{" not in named["observed"]  # a sentence, never nft's JSON
 
 
 def test_an_iptables_reject_of_ssh_is_named(lab: LabState) -> None:
@@ -140,7 +142,8 @@ def test_an_iptables_reject_of_ssh_is_named(lab: LabState) -> None:
     failed = only(findings, "GN-FW-01")
     assert {subject.split()[0] for _, _, subject in failed} == {"ssh"}
     named = next(f for f in findings if f["check"] == "GN-FW-01" and f["verdict"] == "fail")
-    assert named["observed"].startswith("reject by iptables ip filter INPUT rule 1: -A INPUT -p tcp")
+    assert named["observed"].startswith("rejected by rule 1 (-A INPUT -p tcp")
+    assert named["observed"].endswith("of chain INPUT in iptables table ip filter")
 
 
 def test_a_drop_of_the_slurm_port_range_is_named(lab: LabState) -> None:

@@ -91,4 +91,4 @@ def test_the_json_error_shape_of_a_bad_plan(corpus: dict[str, Path]) -> None:
     assert result.exit_code == 2
     body = json.loads(result.stdout)
     assert body["error"] == "PlanError"
-    assert "cannot read plan: Expecting value: line 1" in body["problems"][0]["message"]
+    assert "cannot read plan: Invalid JSON: EOF while parsing" in body["problems"][0]["message"]

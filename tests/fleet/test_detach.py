@@ -42,7 +42,8 @@ def test_without_tmux_or_systemd_a_supervisor_is_setsid(tmp_path: Path) -> None:
     """`auto` on a node without tmux and without systemd (a lab namespace, a container)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("sh", "cat", "date", "mkdir", "rm", "mv", "tee", "sleep", "setsid", "kill", "id", "tail"):
+    for tool in ("sh", "cat", "date", "mkdir", "rm", "mv", "tee", "sleep", "setsid", "kill", "id", "tail", "stat",
+                 "cksum", "cut"):
         if shutil.which(tool):
             (bin_dir / tool).symlink_to(shutil.which(tool) or "")
     runner = ClusterShellRunner(transport="exec", template=f"env PATH={bin_dir} sh -c %c")

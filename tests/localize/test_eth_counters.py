@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 from gpunet.api import plan_spec
 from gpunet.cli.main import app
 from gpunet.errors import ParseError
-from gpunet.fabric.counters import EthPortErrors, parse_ip_link_stats, parse_prometheus_vector
+from gpunet.fabric.counters import EthPortErrors, parse_ip_link_stats
+from gpunet.fabric.prometheus import parse_prometheus_vector
 from gpunet.localize.counters import eth_counter_suspects
 from gpunet.model.plan import Plan
 

@@ -13,6 +13,7 @@ from gpunet.fabric.cabling import CablingReport, check_cabling
 from gpunet.fabric.counters import parse_ibqueryerrors
 from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
 from gpunet.fabric.observed import Observation, from_ibnetdiscover, from_lldp
+from gpunet.files.inputs import read_text
 from gpunet.localize.probing import ProbeSettings
 from gpunet.localize.report import LocalizeReport
 from gpunet.localize.run import (
@@ -171,13 +172,9 @@ def _ibqueryerrors(reached: Reach) -> str:
 
 
 def _read_ibqueryerrors(path: Path) -> str:
-    """A saved output, parsed once here so a bad one is bad input named by file and line."""
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise UsageError(f"{path}: over {MAX_FILE_BYTES // 2**20} MiB, not an ibqueryerrors output")
-        text = path.read_text(errors="replace")
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror or exc}") from None
+    """A saved output (bounded, a regular file), parsed once here so a bad one is bad input named
+    by file and line."""
+    text = read_text(path, MAX_FILE_BYTES, "saved ibqueryerrors output")
     try:
         parse_ibqueryerrors(text)
     except ParseError as exc:

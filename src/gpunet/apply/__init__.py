@@ -8,7 +8,9 @@ import difflib
 from typing import Any
 
 from ClusterShell.NodeSet import NodeSet
+from pydantic import ValidationError
 
+from gpunet.apply.answers import FilesAnswer, problem
 from gpunet.apply.manifest import node_manifest
 from gpunet.apply.remote import Remote, Reply, agent_argv, call, status_of
 from gpunet.apply.rollout import ApplyOptions, ApplyReport, apply_rollout
@@ -28,7 +30,8 @@ def status(remote: Remote, nodes: NodeSet) -> dict[str, Reply]:
 def rollback(remote: Remote, nodes: NodeSet) -> dict[str, Reply]:
     """Revert the transaction each node is waiting to have confirmed (a committed one stays)."""
     current = status_of(remote, list(nodes))
-    pending = {n: r.data["txid"] for n, r in current.items() if r.ok and r.data.get("state") == "applied"}
+    pending = {n: r.data["txid"] for n, r in current.items()
+               if r.ok and r.data.get("state") == "applied" and r.data.get("txid")}
     done = call(remote, {n: agent_argv(remote, "abort", txid, "--reason", "rolled back by the admin")
                          for n, txid in pending.items()})
     return {n: done.get(n, r) for n, r in current.items()}
@@ -69,7 +72,11 @@ def _sysctl_wanted(manifest: dict[str, Any]) -> dict[str, str]:
 def _node_dry_run(node: str, manifest: dict[str, Any], reply: Reply) -> NodeDryRun:
     if not reply.ok:
         return NodeDryRun(node=node, error=reply.error)
-    current, values = reply.data["files"], reply.data["sysctl"]
+    try:
+        answer = FilesAnswer.model_validate(reply.data)
+    except ValidationError as exc:
+        return NodeDryRun(node=node, error=f"the node's answer is not the agent's ({problem(exc)})")
+    current, values = answer.files, answer.sysctl
     files = tuple(FileChange(path=f["path"], diff=_diff(f["path"], current.get(f["path"]), f["content"]))
                   for f in manifest["files"])
     wanted = _sysctl_wanted(manifest)

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 from gpunet.errors import UsageError
+from gpunet.files.inputs import read_text
 
 # One public key line: type, base64 blob, optional comment; nothing a shell or sshd would read more in.
 KEY_LINE = re.compile(r"^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|"
@@ -23,9 +24,9 @@ PASSWORD_ONLY = ("-o", "PubkeyAuthentication=no", "-o", "PreferredAuthentication
 def read_public_key(path: Path) -> str:
     """The one key line of a .pub file, checked; UsageError otherwise (a private key included)."""
     try:
-        lines = [line.strip() for line in path.read_text().splitlines() if line.strip()]
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--pubkey {path}: {exc}") from exc
+        lines = [line.strip() for line in read_text(path, 64 * 1024, "public key").splitlines() if line.strip()]
+    except UsageError as exc:
+        raise UsageError(f"--pubkey {exc}") from None
     if len(lines) != 1 or not KEY_LINE.match(lines[0]):
         raise UsageError(f"--pubkey {path}: not one OpenSSH public key line (give the .pub file)")
     return lines[0]

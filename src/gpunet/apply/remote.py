@@ -3,13 +3,17 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from pydantic import ValidationError
+
+from gpunet.apply.answers import AgentAnswer, problem
 from gpunet.apply.manifest import Where
+from gpunet.errors import ParseError
+from gpunet.files.inputs import load_json
 from gpunet.fleet import ClusterShellRunner, NodeOutcome
 from gpunet.fleet.steps import run_each
 from gpunet.fleet.transfer import why
@@ -80,7 +84,11 @@ def call(remote: Remote, commands: Mapping[str, Sequence[str]], timeout: float =
 def reply_of(node: str, outcome: NodeOutcome) -> Reply:
     data = _json_line(outcome.stdout)
     if outcome.rc in (0, 1, 2) and data is not None:
-        return Reply(node, data, error=str(data.get("error", "")), refused=bool(data.get("refused")))
+        try:
+            answer = AgentAnswer.model_validate(data)
+        except ValidationError as exc:
+            return Reply(node, {}, error=f"the node's answer is not the agent's ({problem(exc)})")
+        return Reply(node, data, error=answer.error or "", refused=answer.refused)
     reached = outcome.rc not in (None, 255)
     return Reply(node, {}, error=f"{'no answer' if reached else 'unreachable'}: {why(outcome)}", reached=reached)
 
@@ -88,8 +96,8 @@ def reply_of(node: str, outcome: NodeOutcome) -> Reply:
 def _json_line(stdout: str) -> dict[str, Any] | None:
     for line in reversed(stdout.strip().splitlines()):
         try:
-            loaded = json.loads(line)
-        except ValueError:
+            loaded = load_json(line, "gpunet apply agent")
+        except ParseError:
             continue
         return loaded if isinstance(loaded, dict) else None
     return None

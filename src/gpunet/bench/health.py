@@ -43,8 +43,9 @@ STEAL_LIMIT = 0.10
 TOOL_CPU_LIMIT = 90.0
 USER_HZ_FIELDS = 8  # user nice system idle iowait irq softirq steal (guest time is inside user)
 IDLE, IOWAIT, STEAL = 3, 4, 7
-UPTIME = re.compile(r"^(\d+(?:\.\d+)?) \d+(?:\.\d+)?$")
-PSI_SOME = re.compile(r"^some avg10=\S+ avg60=\S+ avg300=\S+ total=(\d+)$")
+UPTIME = re.compile(r"^([0-9]{1,12}(?:\.[0-9]{1,9})?) [0-9]{1,15}(?:\.[0-9]{1,9})?$")
+PSI_SOME = re.compile(r"^some avg10=\S+ avg60=\S+ avg300=\S+ total=([0-9]{1,20})$")
+JIFFIES = re.compile(r"[0-9]{1,20}")  # ASCII digits, a 64-bit count at most
 
 
 class CpuSample(Frozen):
@@ -105,7 +106,7 @@ def parse_cpu_sample(text: str) -> CpuSample:
             uptime = float(match.group(1))
         elif fields[:1] == ["cpu"]:
             jiffies = _jiffies(fields[1:])
-        elif fields and re.fullmatch(r"cpu\d+", fields[0]):
+        elif fields and re.fullmatch(r"cpu[0-9]+", fields[0]):
             cpus += 1
         elif match := PSI_SOME.match(line.strip()):
             stall = int(match.group(1))
@@ -115,7 +116,7 @@ def parse_cpu_sample(text: str) -> CpuSample:
 
 
 def _jiffies(fields: list[str]) -> tuple[int, ...]:
-    if len(fields) < USER_HZ_FIELDS or not all(f.isdigit() for f in fields[:USER_HZ_FIELDS]):
+    if len(fields) < USER_HZ_FIELDS or not all(JIFFIES.fullmatch(f) for f in fields[:USER_HZ_FIELDS]):
         raise ParseError(TOOL, 1, "the cpu line of /proc/stat has fewer than 8 counters")
     return tuple(int(f) for f in fields[:USER_HZ_FIELDS])
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpunet.errors import ParseError
+from gpunet.files.inputs import load_json
 from gpunet.model.base import Frozen
-from gpunet.probe.parsers import load_json
 
 
 class Iperf3Result(Frozen):

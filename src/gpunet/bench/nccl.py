@@ -9,16 +9,16 @@ import re
 from typing import Any
 
 from gpunet.errors import ParseError
+from gpunet.files.inputs import load_json
 from gpunet.model.base import Frozen
-from gpunet.probe.parsers import load_json
 
 TOOL = "nccl-tests"
 MPI_TAG = re.compile(r"^\[\d+,\d+\]<std(?:out|err)>:")
 LEADING = ("size", "count", "type", "redop", "root")  # the columns before the first 'time'
 GROUP = ("time", "algbw", "busbw")  # then a 4th: '#wrong' (a count) or 'error' (old: a float)
 STARTING = re.compile(r"^# Collective test starting: (\S+)")
-OUT_OF_BOUNDS = re.compile(r"^# Out of bounds values\s*:\s*(\d+)")
-AVG_BUSBW = re.compile(r"^# Avg bus bandwidth\s*:\s*([\d.eE+-]+|nan)")
+OUT_OF_BOUNDS = re.compile(r"^# Out of bounds values\s*:\s*([0-9]{1,20})\b")
+AVG_BUSBW = re.compile(r"^# Avg bus bandwidth\s*:\s*([0-9.eE+-]{1,32}|nan)\b")
 
 
 class NcclTiming(Frozen):
@@ -91,8 +91,8 @@ def _row(line: str, columns: list[str], number: int) -> NcclRow:
         return NcclRow(size_bytes=int(fields["size"]), count=int(fields["count"]), type=fields["type"],
                        redop=fields.get("redop"), root=_int(fields.get("root")),
                        out_of_place=timings[0], in_place=timings[1] if len(timings) > 1 else None)
-    except ValueError:
-        raise ParseError(TOOL, number, f"not numbers: {line.strip()!r}") from None
+    except (ValueError, OverflowError):
+        raise ParseError(TOOL, number, f"not numbers: {line.strip()[:120]!r}") from None
 
 
 def _timing(check: str, values: list[str], number: int) -> NcclTiming:
@@ -101,8 +101,8 @@ def _timing(check: str, values: list[str], number: int) -> NcclTiming:
         last = values[3]
         wrong = None if check == "error" or last == "N/A" else int(float(last))  # '%6g': 1.04858e+06
         error = float(last) if check == "error" else None
-    except ValueError:
-        raise ParseError(TOOL, number, f"not numbers: {' '.join(values)!r}") from None
+    except (ValueError, OverflowError):  # OverflowError: int() of 1e999, which float() reads as inf
+        raise ParseError(TOOL, number, f"not numbers: {' '.join(values)[:120]!r}") from None
     return NcclTiming(time_us=time_us, algbw_gbs=algbw, busbw_gbs=busbw, wrong=wrong, error=error)
 
 
@@ -115,7 +115,12 @@ def _int(text: str | None) -> int | None:
 
 
 def _float(text: str | None) -> float | None:
-    return None if text is None else float(text)
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ParseError(TOOL, 1, f"not a number: {text[:40]!r}") from None
 
 
 def parse_nccl_tests_json(text: str) -> NcclResult:

@@ -17,6 +17,7 @@ from pydantic import TypeAdapter, ValidationError
 from gpunet.bench.flow import EndCounters
 from gpunet.bench.health import EndHealth
 from gpunet.errors import UsageError
+from gpunet.files.inputs import check_regular
 from gpunet.model.base import Frozen
 
 SCHEMA = """
@@ -145,6 +146,8 @@ def default_db(environ: dict[str, str] | None = None) -> Path:
 def _open(path: Path) -> sqlite3.Connection:
     """For writing: the database, made (with its directory) when missing."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    if os.path.lexists(path):
+        check_regular(path, "bench database")  # SQLite would block on a FIFO, or write through a device
     try:
         db = sqlite3.connect(path)
         db.executescript(SCHEMA)
@@ -164,8 +167,9 @@ def _reading(path: Path) -> Iterator[sqlite3.Connection]:
     unless a writer has a -wal file in use); runs and measurements must be tables, not views that
     compute without end; a query is stopped after QUERY_SECONDS. What is not a bench database is a
     UsageError."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise UsageError(f"no bench database at {path} (`gpunet bench run` creates it; --db names another)")
+    check_regular(path, "bench database")
     in_use = path.with_name(path.name + "-wal").exists()
     uri = f"{path.absolute().as_uri()}?{'mode=ro' if in_use else 'immutable=1'}"
     try:

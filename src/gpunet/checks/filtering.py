@@ -6,6 +6,7 @@ is never guessed: a drop behind one is reported as uncertain, not as a block."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Network
 from typing import Literal
@@ -15,6 +16,7 @@ from gpunet.model.ruleset import Chain, Match, Rule, Ruleset
 HOOKS = ("ingress", "prerouting", "input")  # where an arriving packet meets filters, in order
 FAMILIES = ("ip", "inet", "netdev")
 MAX_JUMPS = 64
+PORT = re.compile(r"[0-9]{1,5}")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,31 @@ class Verdict:
             return f"{place} policy {self.chain.policy}"
         handle = f"handle {self.rule.handle}" if self.rule.handle is not None else f"rule {self.rule.position}"
         return f"{place} {handle}: {self.rule.text}"
+
+    @property
+    def sentence(self) -> str:
+        """Which rule of which table, in words: `rule handle 3 (iifname ib0 drop) of chain input in
+        nft table inet broken`; `the drop policy of chain input in nft table inet gpunet`."""
+        if self.chain is None:
+            return "no rule"
+        if self.rule is None:
+            return f"the {self.chain.policy} policy of {self.place}"
+        return f"{self.rule_named} of {self.place}"
+
+    @property
+    def place(self) -> str:
+        """`chain input in nft table inet broken`."""
+        if self.chain is None:
+            return ""
+        return f"chain {self.chain.name} in {self.chain.source} table {self.chain.family} {self.chain.table}"
+
+    @property
+    def rule_named(self) -> str:
+        """`rule handle 3 (iifname ib0 drop)`."""
+        if self.rule is None:
+            return ""
+        which = f"handle {self.rule.handle}" if self.rule.handle is not None else str(self.rule.position)
+        return f"rule {which} ({self.rule.text})"
 
 
 def evaluate(packet: Packet, rulesets: list[Ruleset]) -> Verdict:
@@ -116,8 +143,9 @@ class _Traversal:
         if not other:
             return decided
         said = decided.where or "the chains' policies"
-        return Verdict("uncertain", decided.chain, other[0], f"{said} decides, unless {other[0].text!r} (which "
-                                                             "gpunet cannot evaluate) does first")
+        unread = next((m.text for m in other[0].matches if m.kind == "unknown"), "")
+        return Verdict("uncertain", decided.chain, other[0], f"{said} decides, unless {other[0].text!r} does first "
+                                                             f"(gpunet cannot evaluate {unread or 'it'})")
 
 
 def _matches(packet: Packet, matches: tuple[Match, ...]) -> bool | None:
@@ -134,24 +162,44 @@ def _matches(packet: Packet, matches: tuple[Match, ...]) -> bool | None:
 def _one(packet: Packet, match: Match) -> bool | None:
     if match.kind == "unknown":
         return None
-    hit = any(_value(packet, match.kind, value) for value in match.values)
+    if match.kind == "concat":
+        hit = any(_concatenated(packet, match.parts, value) for value in match.values)
+    else:
+        hit = any(_value(packet, match.kind, value) for value in match.values)
     return hit != match.negated
+
+
+def _concatenated(packet: Packet, parts: tuple[str, ...], value: str) -> bool:
+    """`ip saddr . tcp dport` against '10.0.0.0/8 . 22': every part holds."""
+    pieces = value.split(" . ")
+    return len(pieces) == len(parts) and all(_value(packet, kind, piece) for kind, piece in zip(parts, pieces,
+                                                                                                  strict=True))
 
 
 def _value(packet: Packet, kind: str, value: str) -> bool:
     if kind == "iifname":
         return packet.iifname == value or (value.endswith(("*", "+")) and packet.iifname.startswith(value[:-1]))
     if kind in ("saddr", "daddr"):
-        address = IPv4Address(packet.saddr if kind == "saddr" else packet.daddr)
-        try:
-            return address in IPv4Network(value, strict=False)
-        except ValueError:
-            return False
+        return _address_in(IPv4Address(packet.saddr if kind == "saddr" else packet.daddr), value)
     if kind == "protocol":
         return value in (packet.protocol, "all", "0")
     if kind == "dport":
         low, _, high = value.partition("-")
-        return low.isdigit() and int(low) <= packet.dport <= int(high or low)
+        return PORT.fullmatch(low) is not None and PORT.fullmatch(high or low) is not None \
+            and int(low) <= packet.dport <= int(high or low)
     if kind == "ct_state":
         return value == "new"  # the first packet of a connection
+    if kind == "nfproto":
+        return value == "ipv4"  # the flows judged are IPv4
     return False
+
+
+def _address_in(address: IPv4Address, value: str) -> bool:
+    """A prefix ('10.0.0.0/8', '10.0.0.1') or a range ('10.0.0.1-10.0.0.9', an nft interval)."""
+    try:
+        if "-" in value:
+            low, _, high = value.partition("-")
+            return IPv4Address(low) <= address <= IPv4Address(high)
+        return address in IPv4Network(value, strict=False)
+    except ValueError:  # an IPv6 element of an inet set: not this IPv4 packet's
+        return False

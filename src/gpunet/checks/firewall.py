@@ -12,7 +12,7 @@ from gpunet.checks.filtering import Packet, Verdict, evaluate
 from gpunet.model.flows import Flow, sample_ports
 from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.plan import Node, Plan
-from gpunet.model.ruleset import Ruleset
+from gpunet.model.ruleset import NFT_TABLE, Ruleset
 
 ANY_SOURCE = "203.0.113.1"  # stands for "anywhere" in an evaluation (TEST-NET-3; never sent anywhere)
 
@@ -47,11 +47,23 @@ def _judge(plan: Plan, node: Node, flow: Flow, rulesets: list[Ruleset], position
 def _outcome(subject: str, flow: Flow, verdict: Verdict) -> Outcome:
     if verdict.outcome == "accept":
         return Outcome("pass", subject, "admitted", "admitted", verdict.where or "no rule drops it")
-    fix = (f"allow it before {verdict.where.split(':')[0]} (or remove that rule); gpunet render --target nftables "
-           f"admits the plan's flows in table inet gpunet")
+    fix = _fix(verdict)
     if verdict.outcome == "uncertain":
         return Outcome("warn", subject, f"cannot tell: {verdict.why}", "admitted", flow.why, fix)
-    return Outcome("fail", subject, f"{verdict.why} by {verdict.where}", "admitted", flow.why, fix)
+    done = "rejected" if verdict.why == "reject" else "dropped"
+    return Outcome("fail", subject, f"{done} by {verdict.sentence}", "admitted", flow.why, fix)
+
+
+def _fix(verdict: Verdict) -> str:
+    """Where gpunet's own table is the one in the way, it is out of date (the plan's flows are what
+    it admits): apply it again. Another table's rule is the admin's to change, never gpunet's."""
+    chain = verdict.chain
+    if chain is not None and (chain.source, chain.family, chain.table) == ("nft", "inet", NFT_TABLE):
+        return (f"gpunet's own table inet {NFT_TABLE} does not admit this flow: it is older than the plan; apply "
+                "the plan's firewall again (gpunet apply run NODES --plan plan.json --target nftables)")
+    before = f", before {verdict.rule_named}" if verdict.rule is not None else ""
+    return (f"allow this flow in {verdict.place}{before}; gpunet's table inet {NFT_TABLE} already admits the "
+            "plan's flows")
 
 
 def _source_address(plan: Plan, flow: Flow, position: int) -> str:

@@ -57,7 +57,11 @@ def tcp_buffers(ctx: Context) -> list[Outcome]:
         if value is None:
             result.append(Outcome("skip", key, evidence="not readable"))
             continue
-        top = int(value.split()[-1])
+        last = value.split()[-1] if value.split() else ""
+        if not re.fullmatch(r"[0-9]{1,20}", last):
+            result.append(Outcome("skip", key, evidence=f"not a number: {value[:40]!r}"))
+            continue
+        top = int(last)
         result.append(Outcome("pass" if top >= wanted else "warn", key, str(top), str(wanted)))
     return result
 

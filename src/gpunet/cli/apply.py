@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from gpunet.cli.console import cell, print_table, stderr, stdout
+from gpunet.cli.console import cell, print_table, printable, stderr, stdout
 from gpunet.cli.errors import EXIT_FINDINGS, handles_errors, outcome_code
 from gpunet.cli.options import ConnectTimeoutOpt, FanoutOpt, JsonOpt, KeyOpt, LabSshOpt, NodesArg, PlanOpt, UserOpt
 from gpunet.model.nodeset import fold
@@ -82,7 +83,7 @@ def _print_report(report: ApplyReport, as_json: bool) -> None:
     print_table(table)
     for n in report.nodes:
         if n.previous:
-            stdout.print(f"{n.node}: {cell(n.previous)}", highlight=False)
+            stdout.print(f"{n.node}: {escape(printable(n.previous))}", highlight=False)
 
 
 def _print_dry_run(results: list[NodeDryRun], as_json: bool) -> None:
@@ -91,14 +92,14 @@ def _print_dry_run(results: list[NodeDryRun], as_json: bool) -> None:
         return
     for r in results:
         if r.error:
-            stdout.print(f"[red]{r.node}[/red]: {cell(r.error)}", highlight=False)
+            stdout.print(f"[red]{r.node}[/red]: {escape(printable(r.error))}", highlight=False)
             continue
         changed = [f for f in r.files if f.diff]
         stdout.print(f"[bold]{r.node}[/bold]: {len(changed)} of {len(r.files)} files change", highlight=False)
-        for f in changed:
-            print(f.diff, end="" if f.diff.endswith("\n") else "\n")
+        for f in changed:  # the node's side of a diff is its text: sanitised like every such text
+            print(printable(f.diff), end="" if f.diff.endswith("\n") else "\n")
         for line in r.sysctl:
-            print(f"  sysctl {line}")
+            print(f"  sysctl {printable(line, keep='')}")
         for line in r.runtime:
             print(f"  would run: {line}")
 

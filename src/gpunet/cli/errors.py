@@ -19,7 +19,7 @@ from typing import ParamSpec, TypeVar
 import typer
 from rich.markup import escape
 
-from gpunet.cli.console import stderr
+from gpunet.cli.console import printable, stderr
 from gpunet.errors import INPUT_ERRORS, GpunetError, SpecError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_COULD_NOT = 0, 1, 2, 3
@@ -49,8 +49,8 @@ def report(error: GpunetError, as_json: bool) -> None:
             {"file": p.file, "line": p.line, "column": p.column, "path": list(p.path), "message": p.message,
              "hint": p.hint} for p in problems] if problems else [{"message": str(error)}]))
         return
-    for line in [str(p) for p in problems] if problems else [str(error)]:
-        stderr.print(f"[red]error[/red] {escape(line)}", markup=True, highlight=False)
+    for line in [str(p) for p in problems] if problems else str(error).splitlines() or [""]:
+        stderr.print(f"[red]error[/red] {escape(printable(line, keep=''))}", markup=True, highlight=False)
 
 
 def handles_errors(command: Callable[P, R]) -> Callable[P, R]:

@@ -15,6 +15,7 @@ from ClusterShell.NodeSet import NodeSet
 from gpunet.errors import ParseError, UsageError
 from gpunet.fabric.ibnetdiscover import IbTopology, parse_ibnetdiscover
 from gpunet.fabric.lldp import LldpNeighbor, parse_lldpcli_json
+from gpunet.files.inputs import read_text
 from gpunet.fleet import ClusterShellRunner
 from gpunet.model.types import HOSTNAME
 from gpunet.runner import CommandRunner, run_local
@@ -22,7 +23,8 @@ from gpunet.runner import CommandRunner, run_local
 LLDPCLI = ("lldpcli", "-f", "json", "show", "neighbors")
 Tables = dict[str, tuple[LldpNeighbor, ...]]
 DeviceRun = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str]"]  # argv, timeout
-MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_NEIGHBOUR_BYTES = 16 * 2**20  # lldpcli's JSON of a 128-port switch with every TLV is under 1 MiB
+MAX_IBNETDISCOVER_BYTES = 64 * 2**20  # a 12 500-server fabric's ibnetdiscover is about 25 MB
 
 
 def lldp_from_outputs(outputs: Mapping[str, str]) -> tuple[Tables, list[str]]:
@@ -38,9 +40,9 @@ def lldp_from_outputs(outputs: Mapping[str, str]) -> tuple[Tables, list[str]]:
 
 
 def lldp_from_dir(directory: Path) -> Tables:
-    """One file per device, named after it (gpu001.json); a file that does not parse is bad input."""
-    files = sorted(p for p in directory.iterdir() if p.is_file() and not p.name.startswith(".")) \
-        if directory.is_dir() else []
+    """One file per device, named after it (gpu001.json); a file that does not parse, or is no
+    regular file (a FIFO, a link to /dev/zero, a directory), is bad input."""
+    files = sorted(p for p in directory.iterdir() if not p.name.startswith(".")) if directory.is_dir() else []
     if not files:
         raise UsageError(f"{directory}: no neighbour files (one per device, named after it: gpu001.json)")
     tables: Tables = {}
@@ -49,16 +51,10 @@ def lldp_from_dir(directory: Path) -> Tables:
         if not HOSTNAME.fullmatch(device):
             raise UsageError(f"{path}: the file name must be the device's name (gpu001.json)")
         try:
-            tables[device] = parse_lldpcli_json(_read(path))
+            tables[device] = parse_lldpcli_json(read_text(path, MAX_NEIGHBOUR_BYTES, "neighbour table"))
         except ParseError as exc:
             raise UsageError(f"{path}: line {exc.line}: {str(exc).split(': ', 2)[-1]}") from None
     return tables
-
-
-def _read(path: Path) -> str:
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise UsageError(f"{path}: over {MAX_FILE_BYTES // 2**20} MiB, not a neighbour table")
-    return path.read_text(errors="replace")
 
 
 def lldp_from_fleet(runner: ClusterShellRunner, nodes: NodeSet) -> tuple[Tables, list[str]]:
@@ -85,11 +81,9 @@ def lldp_from_devices(devices: Mapping[str, DeviceRun]) -> tuple[Tables, list[st
 
 def ib_from_file(path: Path) -> IbTopology:
     try:
-        return parse_ibnetdiscover(_read(path))
+        return parse_ibnetdiscover(read_text(path, MAX_IBNETDISCOVER_BYTES, "saved ibnetdiscover output"))
     except ParseError as exc:
         raise UsageError(f"{path}: line {exc.line}: {str(exc).split(': ', 2)[-1]}") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: {exc.strerror or exc}") from None
 
 
 def ib_here(run: CommandRunner = run_local) -> IbTopology:

@@ -11,17 +11,17 @@ threshold", not zero. The aggregate `port ALL` line and switch port 0 (managemen
 
 from __future__ import annotations
 
-import json
-import math
 import re
 
 from gpunet.errors import ParseError
+from gpunet.files.inputs import integer, load_json
 from gpunet.model.base import Frozen
 
 TOOL = "ibqueryerrors"
 HEADER = re.compile(r'^\s*Errors for (?:(0x[0-9a-fA-F]+)\s+)?"(.*)"\s*$')
-PORT = re.compile(r"^\s*GUID (0x[0-9a-fA-F]+) port (ALL|\d+):\s*(.*)$")
-COUNTER = re.compile(r"\[(\w+) == (\d+)(?:\s*\([^)]*\))?\]")
+PORT = re.compile(r"^\s*GUID (0x[0-9a-fA-F]{1,16}) port (ALL|[0-9]{1,3}):\s*(.*)$")
+COUNTER = re.compile(r"\[(\w+) == ([0-9]+)(?:\s*\([^)]*\))?\]")
+SUMMARY = re.compile(r"^## Summary: [0-9]+ nodes? checked, ([0-9]+) bad nodes? found")
 # Errors that mean a bad signal on the cable into the port (or the far end's transmitter).
 DAMAGE = ("SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDownedCounter", "PortRcvErrors",
           "PortRcvRemotePhysicalErrors", "LocalLinkIntegrityErrors", "ExcessiveBufferOverrunErrors")
@@ -38,12 +38,21 @@ class PortErrors(Frozen):
 
 
 def parse_ibqueryerrors(text: str) -> tuple[PortErrors, ...]:
+    """Every port over the thresholds; a clean fabric's output is its explicit empty form, the
+    `## Summary: N nodes checked, 0 bad nodes found` line alone. Text with neither a record nor
+    that summary (a quoted paste, an error message, another tool's output) is refused: read as
+    "no errors", it would call a fabric clean that nobody looked at."""
     found: list[PortErrors] = []
     description: str | None = None
+    records, bad = 0, None
     for number, line in enumerate(text.splitlines(), 1):
         header = HEADER.match(line)
         if header:
-            description = header[2]
+            description, records = header[2], records + 1
+            continue
+        summary = SUMMARY.match(line)
+        if summary:
+            bad = integer(summary[1], TOOL, number)
             continue
         port = PORT.match(line)
         if port is None:
@@ -51,13 +60,21 @@ def parse_ibqueryerrors(text: str) -> tuple[PortErrors, ...]:
             continue
         if description is None:
             raise ParseError(TOOL, number, "a port line before any \"Errors for\" line")
-        counters = {name: int(value) for name, value in COUNTER.findall(port[3])}
+        counters = {name: integer(value, TOOL, number) for name, value in COUNTER.findall(port[3])}
         if not counters:
             raise ParseError(TOOL, number, f"no [Counter == N] on the port line: {port[3][:80]!r}")
-        if port[2] != "ALL" and int(port[2]) != 0:
+        if port[2] != "ALL" and integer(port[2], TOOL, number) != 0:
             found.append(PortErrors(guid=port[1].lower(), description=description, port=int(port[2]),
                                     counters=counters))
+    _check_complete(records, bad)
     return tuple(found)
+
+
+def _check_complete(records: int, bad: int | None) -> None:
+    if records == 0 and bad is None:
+        raise ParseError(TOOL, 1, "no \"Errors for\" record and no \"## Summary:\" line: not ibqueryerrors output")
+    if records == 0 and bad:
+        raise ParseError(TOOL, 1, f"the summary counts {bad} bad node(s) but no \"Errors for\" record was understood")
 
 
 def _not_a_port_line(line: str, number: int, *, inside: bool) -> None:
@@ -81,10 +98,7 @@ class EthPortErrors(Frozen):
 
 def parse_ip_link_stats(text: str, device: str) -> tuple[EthPortErrors, ...]:
     """`ip -s -s -j link` of one device: its ports' error and drop counters (loopback left out)."""
-    try:
-        links = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError("ip -s -j link", exc.lineno, f"not JSON: {exc.msg}") from None
+    links = load_json(text, "ip -s -j link")
     if not isinstance(links, list):
         raise ParseError("ip -s -j link", 1, "not a JSON list of links")
     found = []
@@ -92,60 +106,12 @@ def parse_ip_link_stats(text: str, device: str) -> tuple[EthPortErrors, ...]:
         if not isinstance(link, dict) or not isinstance(link.get("ifname"), str):
             raise ParseError("ip -s -j link", 1, "a link without an ifname")
         stats = link.get("stats64") or link.get("stats")
-        if link["ifname"] == "lo" or not isinstance(stats, dict):
+        if link["ifname"] == "lo":
             continue
+        if not isinstance(stats, dict):  # `ip -s -j link` gives every link its stats: this is another output
+            raise ParseError("ip -s -j link", 1, f"{link['ifname'][:40]!r} has no stats64: not ip -s -j link")
         counters = {f"{direction}_{name}": int(value) for direction in ("rx", "tx")
                     for name, value in (stats.get(direction) or {}).items()
                     if isinstance(value, int) and f"{direction}_{name}" in (*ETH_DAMAGE, *ETH_DROPS)}
         found.append(EthPortErrors(device=device, interface=link["ifname"], counters=counters))
     return tuple(found)
-
-
-IF_MIB = {"ifInErrors": "rx_errors", "ifInDiscards": "rx_dropped", "ifOutDiscards": "tx_dropped",
-          "ifOutErrors": "tx_errors"}
-
-
-def parse_prometheus_vector(text: str, now: float, max_age_s: float = 300.0) -> tuple[tuple[EthPortErrors, ...],
-                                                                                     list[str]]:
-    """A Prometheus HTTP API answer (/api/v1/query, an instant vector) of IF-MIB error series, as
-    snmp_exporter labels them (instance, ifName or ifDescr): per port, the value as a count. Series
-    older than `max_age_s` are stale: left out and said."""
-    try:
-        answer = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError("prometheus", exc.lineno, f"not JSON: {exc.msg}") from None
-    if not isinstance(answer, dict) or answer.get("status") != "success":
-        why = answer.get("error", "no status") if isinstance(answer, dict) else "not an object"
-        raise ParseError("prometheus", 1, f"the query did not succeed: {str(why)[:200]}")
-    data = answer.get("data") or {}
-    if data.get("resultType") != "vector" or not isinstance(data.get("result"), list):
-        raise ParseError("prometheus", 1, f"expected an instant vector, got {data.get('resultType')!r}")
-    ports: dict[tuple[str, str], dict[str, int]] = {}
-    stale: list[str] = []
-    for series in data["result"]:
-        metric, value = _series(series)
-        name = IF_MIB.get(metric.get("__name__", ""))
-        device = metric.get("instance", "").rsplit(":", 1)[0]
-        interface = metric.get("ifName") or metric.get("ifDescr") or ""
-        if name is None or not device or not interface:
-            continue
-        stamp, number = value
-        if now - stamp > max_age_s:
-            stale.append(f"{device} {interface}")
-            continue
-        ports.setdefault((device, interface), {})[name] = int(number)
-    notes = [f"{len(stale)} stale series (older than {max_age_s:g} s) left out, e.g. {stale[0]}"] if stale else []
-    return tuple(EthPortErrors(device=d, interface=i, counters=c) for (d, i), c in ports.items()), notes
-
-
-def _series(series: object) -> tuple[dict[str, str], tuple[float, float]]:
-    if not isinstance(series, dict) or not isinstance(series.get("metric"), dict):
-        raise ParseError("prometheus", 1, "a result without a metric")
-    value = series.get("value")
-    try:
-        stamp, number = float(value[0]), float(value[1])  # type: ignore[index]
-    except (TypeError, ValueError, IndexError):
-        raise ParseError("prometheus", 1, f"a sample that is not [time, \"number\"]: {str(value)[:80]}") from None
-    if not math.isfinite(number) or number < 0:  # NaN, infinite or negative: no count
-        raise ParseError("prometheus", 1, f"a sample that is no count: {value[1]!r}")  # type: ignore[index]
-    return series["metric"], (stamp, number)

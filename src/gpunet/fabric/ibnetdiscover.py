@@ -10,6 +10,7 @@ import re
 from typing import Literal
 
 from gpunet.errors import ParseError
+from gpunet.files.inputs import integer
 from gpunet.model.base import Frozen
 
 TOOL = "ibnetdiscover"
@@ -72,15 +73,17 @@ def parse_ibnetdiscover(text: str) -> IbTopology:
 
 def _node(match: re.Match[str], number: int) -> IbNode:
     kind, ports, node_id, description, rest = match.groups()
-    if not 1 <= int(ports) <= 255:
-        raise ParseError(TOOL, number, f"{ports} ports: a node has 1 to 255")
+    count = integer(ports, TOOL, number)
+    if not 1 <= count <= 255:
+        raise ParseError(TOOL, number, f"{ports[:20]} ports: a node has 1 to 255")
     lid = LID.search(rest or "")
     return IbNode(kind=KINDS[kind], node_id=node_id, description=description if description is not None else node_id,
-                  ports=int(ports), lid=int(lid[1]) if lid else None)
+                  ports=count, lid=integer(lid[1], TOOL, number) if lid else None)
 
 
 def _link(node: IbNode, match: re.Match[str], number: int) -> IbLink:
-    port, remote, remote_port, comment = int(match[1]), match[2], int(match[3]), match[4] or ""
+    port, remote, remote_port = integer(match[1], TOOL, number), match[2], integer(match[3], TOOL, number)
+    comment = match[4] or ""
     if not (port <= node.ports and 1 <= remote_port <= 255) or (port == 0 and node.kind != "switch"):
         raise ParseError(TOOL, number, f"port {port} to {remote}[{remote_port}] is outside the node's ports")
     rates = RATE.findall(comment)

@@ -6,15 +6,15 @@ several are a list of one-key objects; a chassis without a system name is not ke
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from gpunet.errors import ParseError
+from gpunet.files.inputs import integer, load_json
 from gpunet.model.base import Frozen
 
 TOOL = "lldpcli"
-MAU_SPEED = re.compile(r"^(\d+)(G|Gig)?Base", re.IGNORECASE)  # 100GbaseCR4, 10GigBaseX, 1000BaseTFD
+MAU_SPEED = re.compile(r"^([0-9]{1,6})(G|Gig)?Base", re.IGNORECASE)  # 100GbaseCR4, 10GigBaseX, 1000BaseTFD
 
 
 class LldpNeighbor(Frozen):
@@ -53,11 +53,9 @@ def _document(text: str) -> Any:
         raise ParseError(TOOL, 1, "no JSON object in the output")
     body = "\n".join(text.splitlines()[start:])
     try:
-        document, _ = json.JSONDecoder().raw_decode(body.lstrip())
-    except (json.JSONDecodeError, RecursionError) as exc:
-        line = getattr(exc, "lineno", 1)
-        raise ParseError(TOOL, start + line, f"not JSON: {getattr(exc, 'msg', 'nested too deep')}") from None
-    return document
+        return load_json(body, TOOL)
+    except ParseError as exc:
+        raise ParseError(TOOL, start + exc.line, str(exc).split(": ", 2)[-1]) from None
 
 
 def _named(value: Any, what: str) -> list[tuple[str | None, dict[str, Any]]]:
@@ -117,4 +115,5 @@ def mau_gbps(mau: str | None) -> float | None:
     match = MAU_SPEED.match(mau or "")
     if not match:
         return None
-    return float(match[1]) if match[2] else int(match[1]) / 1000
+    speed = integer(match[1], TOOL)
+    return float(speed) if match[2] else speed / 1000

@@ -15,7 +15,7 @@ from gpunet.fabric.lldp import LldpNeighbor
 from gpunet.model.plan import Plan
 
 UNKNOWN = "?"  # prefix of a device name the Plan does not have
-TRAILING_NUMBER = re.compile(r"(\d+)$")  # swp33, Ethernet33, Eth1/33, p33 -> 33
+TRAILING_NUMBER = re.compile(r"(?<![0-9])([0-9]{1,4})$")  # swp33, Ethernet33, Eth1/33, p33 -> 33
 MELLANOX_DESCRIPTION = re.compile(r"^MF0;([^:]+):")  # "MF0;leaf01:MQM9700/U1"
 
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import yaml
 
-from gpunet.errors import SpecError, SpecProblem
+from gpunet.errors import ParseError, SpecError, SpecProblem, UsageError
+from gpunet.files.inputs import read_bytes, text_of
 
 MAX_DOCUMENT_BYTES = 256 * 1024  # a 100k-GPU spec is a few kB; PyYAML composes ~0.2 MB/s of keys
 MAX_EXPANDED_NODES = 20_000  # values after every alias is expanded; a spec has hundreds
@@ -118,22 +119,16 @@ def load_limited(text: str) -> tuple[yaml.Node | None, Any]:
 
 
 def read_document(path: Path, what: str = "spec") -> str:
-    """A file's text, refused before reading when it is over the size limit; SpecError otherwise."""
+    """A file's text through the one bounded reader (a regular file, refused from its size before
+    it is read); SpecError located at the file otherwise."""
     try:
-        size = path.stat().st_size
-        if size > MAX_DOCUMENT_BYTES:
-            raise SpecError([SpecProblem(f"{size} bytes is over gpunet's limit of {MAX_DOCUMENT_BYTES} bytes "
-                                         f"for a {what}", (), "a spec is a few kB: name nodes with NodeSets",
-                                         str(path), 1, 1)])
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_DOCUMENT_BYTES + 1)
-    except OSError as exc:
-        raise SpecError([SpecProblem(f"cannot read: {exc.strerror or exc}", file=str(path), line=1, column=1,
-                                     hint="check the path")]) from None
+        raw = read_bytes(path, MAX_DOCUMENT_BYTES, what)
+    except UsageError as exc:
+        raise SpecError([SpecProblem(str(exc).removeprefix(f"{path}: "), (), "a spec is a few kB: name nodes "
+                                     "with NodeSets" if "limit" in str(exc) else "check the path", str(path), 1,
+                                     1)]) from None
     try:
-        return raw.decode()
-    except UnicodeDecodeError as exc:
-        line = raw[:exc.start].count(b"\n") + 1
-        raise SpecError([SpecProblem(f"not UTF-8 text: byte {raw[exc.start]:#04x} cannot be decoded",
-                                     file=str(path), line=line, column=1,
+        return text_of(raw, what, strict=True)
+    except ParseError as exc:
+        raise SpecError([SpecProblem(str(exc).split(": ", 2)[-1], file=str(path), line=exc.line, column=1,
                                      hint=f"save the {what} as UTF-8 text")]) from None

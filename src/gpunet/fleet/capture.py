@@ -19,9 +19,9 @@ from gpunet.errors import UsageError
 from gpunet.files.write import output_root
 from gpunet.fleet import ClusterShellRunner, NodeOutcome
 from gpunet.fleet.gather import gather_each, replace
-from gpunet.fleet.pack import TransferRefused
 from gpunet.fleet.steps import multiplexed, run_each
 from gpunet.fleet.transfer import TransferOutcome, TransferResult, reached, why
+from gpunet.fleet.untar import TransferRefused
 from gpunet.model.plan import Plan
 from gpunet.model.types import DEVICE_PATTERN
 
@@ -164,7 +164,7 @@ def _captured(ran: Mapping[str, NodeOutcome]) -> tuple[dict[str, str], dict[str,
         if outcome.rc == 0 and fields.get("dir", "").startswith("/"):
             dirs[node] = fields["dir"]
             counts[node] = {dev: int(n) for dev, _, n in (v.partition(" ") for k, v in lines if k == "captured")
-                            if n.isdigit()}
+                            if re.fullmatch(r"[0-9]{1,20}", n)}
         else:
             failed[node] = TransferOutcome(node=node, ok=False, error=why(outcome), reached=reached(outcome))
     return dirs, counts, failed

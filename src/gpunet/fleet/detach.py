@@ -150,4 +150,4 @@ def _state(node: str, outcome: NodeOutcome) -> RunState:
 
 
 def _number(text: str | None) -> int | None:
-    return int(text) if text is not None and text.strip().lstrip("-").isdigit() else None
+    return int(text) if text is not None and re.fullmatch(r"-?[0-9]{1,20}", text.strip()) else None

@@ -4,7 +4,6 @@ verdict, subject) with the nodes that share it: `GN-MTU-01 fail ib3: gpu[003,017
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Sequence
 
@@ -12,6 +11,8 @@ from pydantic import ValidationError
 
 from gpunet.checks import Finding
 from gpunet.checks.base import VERDICT_ORDER
+from gpunet.errors import ParseError
+from gpunet.files.inputs import load_json
 from gpunet.fleet import FleetResult
 from gpunet.model.base import Frozen
 from gpunet.model.nodeset import fold
@@ -66,8 +67,8 @@ def fold_doctor(result: FleetResult) -> FleetDoctorReport:
 def findings_of(stdout: str) -> list[Finding] | None:
     """The findings of one node's `doctor --json`, or None when its output is not that."""
     try:
-        return [Finding.model_validate(f) for f in json.loads(stdout)["findings"]]
-    except (ValueError, KeyError, TypeError, ValidationError):
+        return [Finding.model_validate(f) for f in load_json(stdout, "gpunet doctor --json")["findings"]]
+    except (ParseError, KeyError, TypeError, ValidationError):
         return None
 
 

@@ -18,7 +18,7 @@ from ClusterShell.NodeSet import NodeSet
 from gpunet.errors import ParseError, UsageError
 from gpunet.files.write import output_root
 from gpunet.fleet import ClusterShellRunner, NodeOutcome
-from gpunet.fleet.pack import COMPRESSORS, TransferRefused, accept_raw, parse_manifest, unpack
+from gpunet.fleet.pack import COMPRESSORS, accept_raw, parse_manifest, unpack
 from gpunet.fleet.scripts import GATHER_PACK, REMOVE
 from gpunet.fleet.steps import copy_each, fetched, multiplexed, run_each
 from gpunet.fleet.transfer import (
@@ -32,6 +32,7 @@ from gpunet.fleet.transfer import (
     tick,
     why,
 )
+from gpunet.fleet.untar import TransferRefused
 from gpunet.model.base import Frozen
 
 
@@ -133,7 +134,8 @@ def _accept(node: str, remote: _Remote, got: NodeOutcome, *, stage: Path, placer
     try:
         archive = fetched(stage / node)
         if got.rc != 0 or archive is None:
-            raise TransferRefused(why(got) if got.rc != 0 else "the archive did not arrive")
+            # a tree-mode copy gpunet refused to unpack says why on stderr, its exit status 0
+            raise TransferRefused(why(got) if got.rc != 0 or got.stderr.strip() else "the archive did not arrive")
         wire = archive.stat().st_size
         unpacked, size = accept_raw(archive, stage / node / "x", remote.top, remote.manifest) \
             if remote.compress == "raw" else unpack(archive, stage / node / "x", remote.compress, remote.top,

@@ -1,6 +1,6 @@
 """Packing for transfers: one tar stream compressed on the fly (zstd or gzip, their own CLIs, which
 every node also has), the sha256 of every file taken in the same pass; and unpacking a node's
-archive with nothing landing outside the staging directory and every file checked against the
+archive (untar.py) with nothing landing outside the staging directory and every file checked against the
 manifest the node sent.
 
 A copy's archive holds `payload/<name>...` then `manifest.sha256` (sha256sum's format, so the node
@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from gpunet.errors import ParseError, UsageError
+from gpunet.fleet.untar import TransferRefused, extract
 
 COMPRESSORS: dict[str, list[str]] = {"zstd": ["zstd", "-q", "-T0", "-1", "-c"], "gzip": ["gzip", "-1", "-c"],
                                      "none": []}
@@ -31,10 +32,6 @@ CHUNK = 1 << 20
 PERMISSIONS = 0o777  # what a copy keeps of a file's mode
 SUM_LINE = re.compile(r"(\\?)([0-9a-f]{64}) [ *](.+)")
 Progress = Callable[[int], None]  # bytes read so far
-
-
-class TransferRefused(Exception):
-    """A node's archive or files cannot be accepted (outside the named path, a checksum mismatch)."""
 
 
 @dataclass(frozen=True)
@@ -234,17 +231,15 @@ TRAILING_LIMIT = 1 << 20  # bytes after the end marker: tar's record padding is 
 
 
 def unpack(archive: Path, into: Path, compress: str, top: str, manifest: dict[str, str]) -> tuple[Path, int]:
-    """Extract a node's archive into `into` (every member under `top`, links inside, no devices)
-    and check each file against the manifest; returns into/top and the bytes its files hold.
-    TransferRefused if not."""
-    if not hasattr(tarfile, "data_filter"):  # Python >= 3.11.4: without it a node could write anywhere
-        raise TransferRefused("this Python's tarfile has no data filter (3.11.4 or later); not unpacking")
+    """Extract a node's archive into `into` (every member under `top`, regular files and
+    directories only: untar.py) and check each file against the manifest; returns into/top and
+    the bytes its files hold. TransferRefused if not."""
     into.mkdir(mode=0o700)
     source = subprocess.Popen([*DECOMPRESSORS[compress], str(archive)], stdout=subprocess.PIPE) \
         if DECOMPRESSORS[compress] else None
     try:
         with (source.stdout if source and source.stdout else archive.open("rb")) as stream:
-            _extract(stream, into, top)
+            extract(stream, into, top)
             _drain(stream)
     except BaseException:
         if source:
@@ -262,19 +257,6 @@ def _drain(stream: IO[bytes]) -> None:
     trailing = stream.read(TRAILING_LIMIT + 1)
     if len(trailing) > TRAILING_LIMIT or trailing.strip(b"\0"):
         raise TransferRefused("the archive is followed by data that is not tar padding")
-
-
-def _extract(stream: IO[bytes], into: Path, top: str) -> None:
-    try:
-        with tarfile.open(fileobj=stream, mode="r|") as tar:
-            for member in tar:
-                if member.name != top and not member.name.startswith(f"{top}/"):
-                    raise TransferRefused(f"the archive holds {member.name!r}, outside {top!r}")
-                tar.extract(member, into, filter="data")
-    except tarfile.FilterError as exc:
-        raise TransferRefused(f"the archive would write outside its directory: {exc}") from None
-    except (tarfile.TarError, EOFError) as exc:
-        raise TransferRefused(f"the archive is damaged: {exc}") from None
 
 
 def verify(into: Path, top: str, manifest: dict[str, str]) -> int:

@@ -14,12 +14,14 @@ from ClusterShell.NodeSet import NodeSet
 from pydantic import ValidationError
 
 from gpunet.errors import UsageError
+from gpunet.files.inputs import check_private, read_bytes
 from gpunet.fleet import ClusterShellRunner, local_runner
 from gpunet.fleet.detach import STATE_DIR, DetachedRun, start_detached
 from gpunet.model.base import Frozen
 
 TRANSPORT = ("lab", "ssh_lab", "plan", "user", "key")
 HERE = "localhost"  # the node name a run on this machine has
+MAX_RECORD_BYTES = 1 << 20
 
 
 class RunRecord(Frozen):
@@ -44,6 +46,7 @@ def records_dir() -> Path:
 def save_record(record: RunRecord) -> Path:
     directory = records_dir()
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    check_private(directory, "run records")  # a record says how to reach nodes: another user's would steer us
     path = directory / f"{record.name}.json"
     tmp = directory / f".{record.name}.json.tmp"
     tmp.write_text(record.model_dump_json(indent=1))
@@ -56,9 +59,10 @@ def load_record(name: str) -> RunRecord | None:
     path = records_dir() / f"{name}.json"
     if not path.is_file():
         return None
+    check_private(path.parent, "run records")
     try:
-        return RunRecord.model_validate_json(path.read_text())
-    except (OSError, ValueError, ValidationError) as exc:
+        return RunRecord.model_validate_json(read_bytes(path, MAX_RECORD_BYTES, "run record"))
+    except (ValueError, ValidationError) as exc:
         raise UsageError(f"{path} is unreadable ({str(exc).splitlines()[0]}); remove it and name --nodes") from None
 
 

@@ -66,7 +66,8 @@ echo "$final"
 # whose first 4 MiB gzip does not shrink by a tenth). Prints archive=, compress= and top= lines,
 # then the sha256 of every file (OpenSSL's or sha256sum's lines), taken before tar or the copy
 # reads them: a file that changes in between fails the check on the admin host; tar's own status
-# catches a file that vanishes. A raw file is fetched where it is (archive= names it).
+# catches a file that vanishes. A raw file is fetched where it is (archive= names it). Symlinks,
+# devices and sockets on the node are left out (the sums and the archive list regular files).
 GATHER_PACK = r"""
 set -u
 archive=
@@ -103,7 +104,9 @@ else
   find "./$top" -type f -exec sha256sum -- {} + || fail "cannot read every file of $real"
 fi
 [ "$compress" = raw ] && exit 0
-rc=$( { { tar -c -f - -- "$top"; echo $? >&4; } | "$@" > "$archive"; } 4>&1 )
+# regular files and directories only: the admin host refuses an archive holding anything else
+rc=$( { { find "./$top" \( -type f -o -type d \) -print0 | tar -c --null --no-recursion -T - -f -; echo $? >&4; } |
+        "$@" > "$archive"; } 4>&1 )
 [ "$rc" = 0 ] || fail "tar exit $rc: files changed or vanished while they were read"
 """
 

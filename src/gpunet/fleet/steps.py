@@ -22,6 +22,7 @@ from ClusterShell.Worker.Exec import ExecWorker
 from ClusterShell.Worker.Worker import Worker
 
 from gpunet.fleet import ClusterShellRunner, NodeOutcome
+from gpunet.fleet.tree_copy import tree_rcopy
 
 NodeDone = Callable[[str, bool], None]  # node, ok: one call as each node's step ends
 NodeLine = Callable[[str, str], None]  # node, a line of its output, as it arrives
@@ -129,6 +130,10 @@ def _schedule(task: Task, runner: ClusterShellRunner, target: str, step: tuple[s
         return worker
     if kind == "shell":
         return task.shell(first, nodes=target, handler=ends, stderr=True, timeout=timeout)
+    if kind == "rcopy":  # through gateways, the node's own tar: unpacked by gpunet, not ClusterShell
+        checked = tree_rcopy(task, first, second, target, handler=ends, timeout=timeout)
+        if checked is not None:
+            return checked
     return task.copy(first, second, nodes=target, handler=ends, stderr=True, timeout=timeout,
                      reverse=kind == "rcopy")
 

@@ -4,6 +4,7 @@ caller's `gpunet.reach`: these take a Plan and the callables that reach the mach
 
 from __future__ import annotations
 
+import http.client
 import time
 import urllib.error
 import urllib.parse
@@ -12,8 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from gpunet.errors import UsageError
-from gpunet.fabric.counters import EthPortErrors, parse_ibqueryerrors, parse_prometheus_vector
+from gpunet.fabric.counters import EthPortErrors, parse_ibqueryerrors
 from gpunet.fabric.observed import End
+from gpunet.fabric.prometheus import parse_prometheus_vector
+from gpunet.files.inputs import read_stream, text_of
 from gpunet.localize.counters import counter_suspects, eth_counter_suspects
 from gpunet.localize.probing import HopMap, NodeCommand, PlaneProbe, ProbeSettings, probe_plane
 from gpunet.localize.report import LocalizeReport, PlaneSummary, Suspect, merge, probing_suspect
@@ -84,12 +87,12 @@ def prometheus_query(url: str, at: float) -> str:
     query = urllib.parse.urlencode({"query": IF_MIB_QUERY, "time": f"{at:.3f}"})
     try:
         with urllib.request.urlopen(f"{url.rstrip('/')}/api/v1/query?{query}", timeout=30) as answer:
-            body: bytes = answer.read(MAX_ANSWER_BYTES)
+            body = read_stream(answer, MAX_ANSWER_BYTES, f"--prometheus {url}")
     except urllib.error.HTTPError as exc:
-        body = exc.read(MAX_ANSWER_BYTES)  # Prometheus explains a bad query in JSON
-    except (urllib.error.URLError, OSError) as exc:
+        body = read_stream(exc, MAX_ANSWER_BYTES, f"--prometheus {url}")  # Prometheus explains a bad query in JSON
+    except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
         raise UsageError(f"--prometheus {url}: {getattr(exc, 'reason', exc)}") from None
-    return body.decode(errors="replace")
+    return text_of(body, "prometheus")
 
 
 def localize_counters(plan: Plan, after: str, before: str | None = None, seconds: float | None = None,

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import stat
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from gpunet.errors import PlanError
+from gpunet.errors import PlanError, UsageError
+from gpunet.files.inputs import read_bytes
 from gpunet.model.base import bulk_objects
 from gpunet.model.plan import PLAN_SCHEMA_VERSION, Plan
 
@@ -22,45 +20,35 @@ def plan_digest(plan: Plan) -> str:
     return hashlib.sha256(plan.model_dump_json().encode()).hexdigest()[:16]
 
 
+class _Versioned(BaseModel):
+    """Only the schema version of a plan.json (the rest is skipped by pydantic's parser, unbuilt)."""
+
+    schema_version: object = None
+
+
 def read_plan(path: Path) -> Plan:
     """A plan.json, validated (it is input: names in it reach `ip` commands)."""
-    text = _read_regular(path)
+    try:
+        raw = read_bytes(path, MAX_PLAN_BYTES, "plan")
+    except UsageError as exc:
+        why = str(exc).removeprefix(f"{path}: ").removeprefix("cannot read: ")
+        raise PlanError(f"{path}: cannot read plan: {why}") from None
     try:
         with bulk_objects():
-            plan = Plan.model_validate_json(text)  # parsed and validated in pydantic's core
+            plan = Plan.model_validate_json(raw)  # parsed, UTF-8 checked and validated in pydantic's core
     except ValidationError as exc:
-        _check_version(path, text)
+        _check_version(path, raw)
         raise PlanError(f"{path}: not a valid plan: {_located(exc)}") from None
-    _check_version(path, text, plan.schema_version)
+    _check_version(path, raw, plan.schema_version)
     return plan
 
 
-def _read_regular(path: Path) -> str:
-    """The file's text: a regular file (not a FIFO or /dev/zero) under the size limit, UTF-8."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise PlanError(f"{path}: cannot read plan: {exc.strerror or exc}") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise PlanError(f"{path}: cannot read plan: not a regular file")
-        if info.st_size > MAX_PLAN_BYTES:
-            raise PlanError(f"{path}: cannot read plan: {info.st_size} bytes is over the limit of {MAX_PLAN_BYTES}")
-        raw = handle.read(MAX_PLAN_BYTES + 1)
-    try:
-        return raw.decode()
-    except UnicodeDecodeError as exc:
-        raise PlanError(f"{path}: cannot read plan: not UTF-8 text at byte {exc.start}") from None
-
-
-def _check_version(path: Path, text: str, version: object = None) -> None:
+def _check_version(path: Path, raw: bytes, version: object = None) -> None:
     if version is None:
         try:
-            data = json.loads(text)
-        except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-            raise PlanError(f"{path}: cannot read plan: {str(exc)[:200]}") from None
-        version = data.get("schema_version") if isinstance(data, dict) else None
+            version = _Versioned.model_validate_json(raw).schema_version
+        except ValidationError as exc:  # not JSON at all, or nested past pydantic's parser's limit
+            raise PlanError(f"{path}: cannot read plan: {exc.errors()[0]['msg']}") from None
     if version != PLAN_SCHEMA_VERSION:
         raise PlanError(f"{path}: plan schema version {version!r}, this gpunet reads {PLAN_SCHEMA_VERSION}; "
                         "re-plan with `gpunet plan --fresh` (addresses and cables are assigned anew)")

@@ -9,19 +9,24 @@ from pydantic import Field
 
 from gpunet.model.base import Frozen
 
-MatchKind = Literal["iifname", "saddr", "daddr", "protocol", "dport", "ct_state", "unknown"]
+NFT_TABLE = "gpunet"  # table inet gpunet: the only table gpunet writes, replaces or removes
+MatchKind = Literal["iifname", "saddr", "daddr", "protocol", "dport", "ct_state", "nfproto", "concat", "unknown"]
 VerdictKind = Literal["accept", "drop", "reject", "jump", "goto", "return"]
 
 
 class Match(Frozen):
-    """One condition of a rule. `values` are alternatives (a set); `negated` for `!=` and `! -s`.
-    Addresses are CIDRs, ports "22" or "60001-63000", states lower-case; `unknown` keeps what the
-    evaluator cannot read (an xt match, a meta mark) so it can say it cannot judge that rule."""
+    """One condition of a rule. `values` are alternatives (a set, a named set's elements); `negated`
+    for `!=` and `! -s`. Addresses are CIDRs or ranges ("10.0.0.1-10.0.0.9"), ports "22" or
+    "60001-63000", states lower-case, `nfproto` "ipv4"/"ipv6"; a `concat` compares `parts` (one
+    kind each) with values joined by " . " ("10.0.0.0/8 . 22"); `unknown` keeps what the evaluator
+    cannot read (an xt match, a meta mark, a set whose elements were not read) so it can say it
+    cannot judge that rule."""
 
     kind: MatchKind
     values: tuple[str, ...] = ()
     negated: bool = False
-    text: str = ""  # for unknown: what it was
+    parts: tuple[str, ...] = ()  # a concatenation's kinds, in order
+    text: str = ""  # the condition as its tool prints it
 
 
 class Rule(Frozen):

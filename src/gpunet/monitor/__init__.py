@@ -3,6 +3,7 @@ optional Pingmesh-style peer probes, served over HTTP(S) with the exporter-toolk
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -74,6 +75,6 @@ def default_listen(plan: Plan | None, node: str | None) -> tuple[str, int]:
 def parse_listen(text: str) -> tuple[str, int]:
     """'ADDR:PORT', '[v6]:PORT' or ':PORT' (all addresses, IPv6 and IPv4, said explicitly)."""
     host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not re.fullmatch(r"[0-9]{1,5}", port) or not 0 < int(port) < 65536:
         raise UsageError(f"--listen {text!r}: expected ADDRESS:PORT, e.g. 10.0.0.5:{GPUNET_EXPORTER_PORT}")
     return host.strip("[]") or "::", int(port)

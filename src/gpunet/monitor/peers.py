@@ -19,7 +19,8 @@ from gpunet.runner import CommandRunner, run_local
 # Same-leaf RTTs are tens of µs, a congested fabric reaches milliseconds, a lost probe times out
 # at 1 s: buckets from 50 µs to 1 s.
 RTT_BUCKETS = (5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1.0)
-PING_RTT = re.compile(r"= [\d.]+/([\d.]+)/")  # rtt min/avg/max/mdev = 0.041/0.045/0.050/0.004 ms
+# rtt min/avg/max/mdev = 0.041/0.045/0.050/0.004 ms
+PING_RTT = re.compile(r"= [0-9.]{1,20}/([0-9]{1,9}(?:\.[0-9]{1,9})?)/")
 Ping = Callable[[PeerProbe], float | None]  # seconds, or None when lost
 
 

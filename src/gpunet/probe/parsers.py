@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from gpunet.errors import ParseError
+from gpunet.files.inputs import load_json
 from gpunet.model.state import (
     BondSlave,
     BondState,
@@ -21,14 +21,20 @@ from gpunet.model.state import (
     VerbsPort,
 )
 
-STAT_LINE = re.compile(r"^\s*([^:\s][^:]*?):\s+(-?\d+)\s*$")
+STAT_LINE = re.compile(r"^\s*([^:\s][^:]*?):\s+(-?[0-9]{1,20})\s*$")
+STATS_HEADER = re.compile(r"^\s*NIC statistics:\s*$", re.M)  # ethtool prints it before the counters
+SETTINGS_HEADER = re.compile(r"^Settings for \S+:\s*$", re.M)  # and this before a link's settings
+UNSIGNED = re.compile(r"[0-9]{1,20}")  # ASCII digits only ("²".isdigit() is true), a 64-bit count at most
 
 
 def parse_ethtool_stats(text: str) -> dict[str, int]:
-    """`ethtool -S DEV`: counter name -> value. Lines that are not counters (the header, driver
-    warnings) are skipped; a file with no counter at all is an error."""
+    """`ethtool -S DEV`: counter name -> value, after ethtool's "NIC statistics:" line. Lines that
+    are not counters (driver warnings) are skipped; no header or no counter at all is an error."""
+    header = STATS_HEADER.search(text)
+    if header is None:
+        raise ParseError("ethtool -S", 1, "no 'NIC statistics:' line")
     stats: dict[str, int] = {}
-    for line in text.splitlines():
+    for line in text[header.end():].splitlines():
         match = STAT_LINE.match(line)
         if match:
             stats[match[1].strip()] = int(match[2])
@@ -38,9 +44,12 @@ def parse_ethtool_stats(text: str) -> dict[str, int]:
 
 
 def parse_ethtool_link(text: str) -> EthtoolLink:
-    """`ethtool DEV`: speed, duplex, link detected (the settings block)."""
+    """`ethtool DEV`: speed, duplex, link detected (the settings block, after "Settings for DEV:")."""
+    header = SETTINGS_HEADER.search(text)
+    if header is None:
+        raise ParseError("ethtool", 1, "no 'Settings for DEV:' line")
     fields: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in text[header.end():].splitlines():
         key, sep, value = line.strip().partition(":")
         if sep and key and not key.startswith("Supported") and not key.startswith("Advertised"):
             fields[key.strip()] = value.strip()
@@ -55,7 +64,7 @@ def parse_ethtool_link(text: str) -> EthtoolLink:
 
 def _speed_mbps(value: str | None) -> int | None:
     """'25000Mb/s' (ethtool) or '25000 Mbps' (bonding); anything else (Unknown!) is None."""
-    match = re.match(r"^(\d+)\s*(Mb/s|Mbps)$", value or "")
+    match = re.match(r"^([0-9]{1,9})\s*(Mb/s|Mbps)$", value or "")
     return int(match[1]) if match else None
 
 
@@ -103,7 +112,7 @@ def _colon_fields(block: str) -> dict[str, str]:
 
 
 def _int(value: str | None) -> int | None:
-    return int(value) if value is not None and value.strip().lstrip("-").isdigit() else None
+    return int(value) if value is not None and re.fullmatch(r"-?[0-9]{1,20}", value.strip()) else None
 
 
 def _none_if(value: str | None, none: str) -> str | None:
@@ -132,21 +141,21 @@ def _ib_ca(line: int, chunk: str) -> IbCa:
     name_match = re.match(r"CA '([^']+)'", chunk)
     if name_match is None:
         raise ParseError("ibstat", line, "malformed CA line")
-    head, *ports = re.split(r"\n\s*(?=Port \d+:)", chunk)
+    head, *ports = re.split(r"\n\s*(?=Port [0-9]+:)", chunk)
     fields = _colon_fields(head)
     return IbCa(name=name_match[1], ca_type=fields.get("CA type"), firmware=fields.get("Firmware version"),
                 ports=tuple(_ib_port(name_match[1], line, p) for p in ports))
 
 
 def _ib_port(ca: str, line: int, chunk: str) -> IbPort:
-    number = re.match(r"Port (\d+):", chunk.strip())
+    number = re.match(r"Port ([0-9]{1,3}):", chunk.strip())
     fields = _colon_fields(chunk)
     if number is None or "State" not in fields:
         raise ParseError("ibstat", line, f"port block of {ca} without 'State:'")
     rate = fields.get("Rate")
     return IbPort(ca=ca, port=int(number[1]), state=fields["State"],
                   physical_state=fields.get("Physical state", ""),
-                  rate_gbps=float(rate) if rate and re.fullmatch(r"\d+(\.\d+)?", rate) else None,
+                  rate_gbps=float(rate) if rate and re.fullmatch(r"[0-9]{1,6}(\.[0-9]{1,6})?", rate) else None,
                   link_layer=fields.get("Link layer"))
 
 
@@ -166,14 +175,19 @@ def parse_proc_snmp(text: str, tool: str = "/proc/net/snmp") -> SnmpCounters:
 def _snmp_pair(header: str, values: str, line: int, tool: str) -> dict[str, dict[str, int]]:
     group, _, names = header.partition(":")
     group_values, _, numbers = values.partition(":")
-    if group != group_values or not names:
-        raise ParseError(tool, line + 1, f"value line {group_values!r} does not follow header {group!r}")
+    if group != group_values or not names or not SNMP_GROUP.fullmatch(group):
+        raise ParseError(tool, line + 1, f"value line {group_values[:40]!r} does not follow header {group[:40]!r}")
     keys, counts = names.split(), numbers.split()
-    if len(keys) != len(counts) or not all(c.lstrip("-").isdigit() for c in counts):
+    if len(keys) != len(counts) or not all(SIGNED.fullmatch(c) for c in counts):
         raise ParseError(tool, line + 1, f"{group}: {len(keys)} names, {len(counts)} values")
     return {group: dict(zip(keys, map(int, counts), strict=True))}
 
 
+SNMP_GROUP = re.compile(r"[A-Z][A-Za-z0-9]{1,63}")  # Ip, Icmp, TcpExt, MPTcpExt
+SIGNED = re.compile(r"-?[0-9]{1,20}")
+
+
+NET_DEV_HEADER = re.compile(r"^Inter-\|\s+Receive\s.*\|\s*Transmit")
 PROC_NET_DEV_FIELDS = (  # the 16 columns after "name:", as /sys/class/net/<dev>/statistics names them
     "rx_bytes", "rx_packets", "rx_errors", "rx_dropped", "rx_fifo_errors", "rx_frame_errors", "rx_compressed",
     "multicast", "tx_bytes", "tx_packets", "tx_errors", "tx_dropped", "tx_fifo_errors", "collisions",
@@ -188,7 +202,7 @@ def parse_proc_net_dev(text: str) -> NetDevCounters:
     exporter must not lose every interface's counters over one). A text without the two header
     lines is not /proc/net/dev at all: ParseError."""
     lines = text.splitlines()
-    if len(lines) < 2 or "|" not in lines[0]:
+    if len(lines) < 2 or not NET_DEV_HEADER.match(lines[0]) or "bytes" not in lines[1]:
         raise ParseError("/proc/net/dev", 1, "no 'Inter-|   Receive ... |  Transmit' header")
     interfaces: dict[str, dict[str, int]] = {}
     skipped: list[str] = []
@@ -196,7 +210,8 @@ def parse_proc_net_dev(text: str) -> NetDevCounters:
         name, sep, numbers = line.partition(":")
         values = numbers.split()
         digits = "".join(values)  # every field digits only: one check, not 16 (this runs on every scrape)
-        if sep and name.strip() and len(values) == len(PROC_NET_DEV_FIELDS) and digits.isdigit() and digits.isascii():
+        if sep and name.strip() and len(values) == len(PROC_NET_DEV_FIELDS) and digits.isdigit() and digits.isascii() \
+                and len(digits) <= 20 * len(values) and max(map(len, values)) <= 20:
             interfaces[name.strip()] = dict(zip(PROC_NET_DEV_FIELDS, map(int, values), strict=True))
         elif line.strip():
             skipped.append(f"line {number}: expected 'name: {len(PROC_NET_DEV_FIELDS)} counters', got {line[:80]!r}")
@@ -211,19 +226,11 @@ def parse_proc_snmp6(text: str) -> SnmpCounters:
     for line in text.splitlines():
         fields = line.split()
         six = fields[0].find("6") if len(fields) == 2 else -1
-        if 0 < six < len(fields[0]) - 1 and fields[1].isdigit():
+        if 0 < six < len(fields[0]) - 1 and SNMP_GROUP.fullmatch(fields[0]) and UNSIGNED.fullmatch(fields[1]):
             groups.setdefault(fields[0][:six + 1], {})[fields[0][six + 1:]] = int(fields[1])
     if not groups:
         raise ParseError("/proc/net/snmp6", 1, "no 'Ip6InReceives <count>' lines")
     return SnmpCounters(groups=groups)
-
-
-def load_json(text: str, tool: str) -> Any:
-    """JSON output of a tool, or ParseError(tool, line) where it is not JSON."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParseError(tool, exc.lineno, exc.msg) from None
 
 
 def parse_nft_json(text: str) -> list[dict[str, Any]]:
@@ -241,10 +248,12 @@ def parse_ip_addr_json(text: str) -> dict[str, tuple[str, ...]]:
     for link in items:
         if not isinstance(link, dict) or not isinstance(link.get("ifname"), str):
             raise ParseError("ip -j addr", 1, "an entry without 'ifname'")
-        infos = link.get("addr_info", [])
+        infos = link.get("addr_info")
+        if not isinstance(infos, list):  # every link of `ip -j addr` has its list, empty or not
+            raise ParseError("ip -j addr", 1, f"{link['ifname'][:40]!r} has no 'addr_info' list: not ip -j addr")
         result[link["ifname"]] = tuple(
-            f"{a['local']}/{a['prefixlen']}" for a in infos if isinstance(infos, list)
-            and isinstance(a, dict) and isinstance(a.get("local"), str) and isinstance(a.get("prefixlen"), int)
+            f"{a['local']}/{a['prefixlen']}" for a in infos
+            if isinstance(a, dict) and isinstance(a.get("local"), str) and isinstance(a.get("prefixlen"), int)
             and a.get("scope") != "link")
     return result
 
@@ -301,6 +310,8 @@ def parse_ethtool_driver(text: str) -> NicInfo:
 
 
 IBV_KEY = re.compile(r"^\s*([a-z_]+):\s*(.*?)\s*$")
+# ibv_devinfo's own empty forms: no device, or no RDMA in the kernel at all
+NO_VERBS_DEVICE = ("No IB devices found", "Failed to get IB devices list")
 
 
 def parse_ibv_devinfo(text: str) -> tuple[VerbsDevice, ...]:
@@ -312,6 +323,8 @@ def parse_ibv_devinfo(text: str) -> tuple[VerbsDevice, ...]:
         found = IBV_KEY.match(line)
         if found and (found[1] == "hca_id" or devices):
             _ibv_line(devices, found[1], found[2], number)
+    if not devices and not any(empty in text for empty in NO_VERBS_DEVICE):
+        raise ParseError("ibv_devinfo", 1, "no hca_id line, and not ibv_devinfo's \"No IB devices found\"")
     return tuple(VerbsDevice(hca=d["hca"], transport=d.get("transport"), fw_ver=d.get("fw_ver"),
                              ports=tuple(VerbsPort(**p) for p in d["ports"])) for d in devices)
 
@@ -323,8 +336,8 @@ def _ibv_line(devices: list[dict[str, Any]], key: str, value: str, number: int) 
         return
     device = devices[-1]
     if key == "port":
-        if not value.isdigit():
-            raise ParseError("ibv_devinfo", number, f"port {value!r} is not a number")
+        if not UNSIGNED.fullmatch(value) or len(value) > 3:
+            raise ParseError("ibv_devinfo", number, f"port {value[:20]!r} is not a number")
         device["ports"].append({"port": int(value), "state": ""})
     elif device["ports"] and key in ("state", "link_layer", "active_mtu", "active_speed"):
         device["ports"][-1][key] = _ibv_value(key, value)
@@ -336,5 +349,5 @@ def _ibv_value(key: str, value: str) -> Any:
     """'PORT_ACTIVE (4)' -> 'PORT_ACTIVE'; '4096 (5)' -> 4096; '50.0 Gbps (64)' -> '50.0 Gbps'."""
     text = value.split(" (", maxsplit=1)[0].strip()
     if key == "active_mtu":
-        return int(text) if text.isdigit() else None
+        return int(text) if UNSIGNED.fullmatch(text) else None
     return text

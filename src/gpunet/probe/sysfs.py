@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -10,6 +11,9 @@ from gpunet.model.state import BondSlave, BondState, IbPort, InterfaceState
 
 IB_STATE_PREFIX = ":"  # sysfs writes "4: ACTIVE", "5: LinkUp": the number, a colon, the name
 LINK_FACTS = ("operstate", "carrier", "mtu", "speed")  # the files of /sys/class/net/<dev> the exporter reads
+
+NUMBER = re.compile(r"-?[0-9]{1,20}")
+RATE = re.compile(r"[0-9]{1,6}(\.[0-9]{1,6})?")
 
 
 def _read(path: Path | str, directory: int | None = None) -> str | None:
@@ -30,8 +34,13 @@ def _read(path: Path | str, directory: int | None = None) -> str | None:
 
 
 def _int(path: Path | str, directory: int | None = None) -> int | None:
-    text = _read(path, directory)
-    return int(text) if text is not None and text.lstrip("-").isdigit() else None
+    return _number(_read(path, directory))
+
+
+def _number(text: str | None) -> int | None:
+    """A file's integer: ASCII digits, at most 20 ("²".isdigit() is true, and int() of 4 300
+    digits raises ValueError); anything else is unreadable."""
+    return int(text) if text is not None and NUMBER.fullmatch(text.strip()) else None
 
 
 def interface_names(root: Path = Path("/")) -> list[str]:
@@ -86,14 +95,15 @@ def link_state(name: str, facts: Sequence[str | None], virtual: bool,
     operstate, carrier, mtu, speed = facts
     return InterfaceState(
         name=name, operstate=operstate or "unknown", carrier=None if carrier is None else carrier == "1",
-        mtu=int(mtu) if mtu and mtu.isdigit() else 0, speed_mbps=_positive(speed), virtual=virtual,
+        mtu=_number(mtu) or 0, speed_mbps=_positive(speed), virtual=virtual,
         statistics=statistics.get(name, {}) if statistics else {},
     )
 
 
 def _positive(text: str | None) -> int | None:
     """A speed in Mb/s; None for -1 (the driver cannot tell), 0 or nothing readable."""
-    return int(text) if text and text.isdigit() and int(text) > 0 else None
+    number = _number(text)
+    return number if number is not None and number > 0 else None
 
 
 def has_entry(name: str, directory: int) -> bool:
@@ -137,7 +147,7 @@ def _ib_port(ca: str, path: Path) -> IbPort:
     physical_id, physical = ib_state(_read(path / "phys_state"))
     return IbPort(
         ca=ca, port=int(path.name), state=state, physical_state=physical, state_id=state_id,
-        physical_state_id=physical_id, rate_gbps=float(rate) if rate.replace(".", "", 1).isdigit() else None,
+        physical_state_id=physical_id, rate_gbps=float(rate) if RATE.fullmatch(rate) else None,
         link_layer=_read(path / "link_layer"), counters=counters,
     )
 
@@ -149,7 +159,7 @@ def ib_state(text: str | None) -> tuple[int | None, str]:
     number, colon, name = (text or "").partition(IB_STATE_PREFIX)
     if not colon:
         return None, text or "unknown"
-    return (int(number) if number.strip().isdigit() else None), name.strip() or (text or "unknown")
+    return _number(number), name.strip() or (text or "unknown")
 
 
 def read_sysfs_bonds(root: Path, problems: list[str], skip: frozenset[str] = frozenset()) -> list[BondState]:

@@ -8,6 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from gpunet.model.plan import Node, Plan
+from gpunet.model.ruleset import NFT_TABLE
 from gpunet.model.types import PortRange
 from gpunet.render.common import addressed, header
 from gpunet.render.quote import token, xml_attribute
@@ -52,7 +53,7 @@ def render_nftables(plan: Plan, node: Node) -> str:
     lines = [
         "#!/usr/sbin/nft -f", header("nftables").rstrip(),
         "# Replaces only gpunet's own table: other tables (container runtimes, fail2ban) stay.",
-        "table inet gpunet", "delete table inet gpunet", "", "table inet gpunet {",
+        f"table inet {NFT_TABLE}", f"delete table inet {NFT_TABLE}", "", f"table inet {NFT_TABLE} {{",
         "\tchain input {", "\t\ttype filter hook input priority filter; policy drop;",
         "\t\tct state established,related accept comment \"replies, and ICMP errors for our flows\"",
         "\t\tct state invalid drop", '\t\tiif "lo" accept',
