@@ -240,6 +240,20 @@ class Plan(Frozen):
         """Built once per plan: an all-pairs run looks two nodes up per pair, among thousands."""
         return {n.name: n for n in self.nodes}
 
+    @cached_property
+    def links_at(self) -> dict[str, list[Link]]:
+        """device -> the cables with an end on it, in plan order (switch views read one switch's cables
+        among hundreds of thousands)."""
+        found: dict[str, list[Link]] = {}
+        for link in self.links:
+            found.setdefault(link.a.device, []).append(link)
+            found.setdefault(link.b.device, []).append(link)
+        return found
+
+    @cached_property
+    def switches_by_name(self) -> dict[str, Switch]:
+        return {s.name: s for s in self.switches}
+
     def node(self, name: str | None) -> Node | None:
         return self.nodes_by_name.get(name) if name is not None else None
 
@@ -261,7 +275,7 @@ class Plan(Frozen):
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Plan:
         """A copy re-derives its indexes: one carried over would name the original's nodes."""
         copied = super().model_copy(update=update, deep=deep)
-        for cached in ("nodes_by_name", "inbound_flows", "flow_sources"):
+        for cached in ("nodes_by_name", "inbound_flows", "flow_sources", "links_at", "switches_by_name"):
             copied.__dict__.pop(cached, None)
         return copied
 
