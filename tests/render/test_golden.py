@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpunet.render import TARGETS
-from tests.render.rendered import rendered
+from tests.render.rendered import rendered, targets_of
 
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "render"
 EXAMPLES = ("scalable-unit", "small-ethernet")
@@ -41,8 +41,9 @@ def test_every_target_has_golden_files() -> None:
                "nftables": "nftables.d/", "firewalld": "firewalld/", "sshd": "sshd_config.d/", "hosts": "etc/hosts",
                "nccl": "nccl.env", "ssh_config": "admin/ssh_config", "slurm": "slurm/", "ansible": "ansible/",
                "prometheus": "admin/prometheus/", "grafana": "admin/grafana/",
-               "clustershell": "admin/clustershell/", "ntp": "etc/chrony/conf.d/"}
+               "clustershell": "admin/clustershell/", "ntp": "etc/chrony/conf.d/", "frr": "/etc/frr/frr.conf",
+               "sonic": "/etc/sonic/config_db.json", "nvue": "/nvue.sh"}
     assert set(markers) == set(TARGETS)
     for example in EXAMPLES:
-        for target, marker in markers.items():
-            assert any(marker in path for path in rendered(example)), (example, target)
+        for target in targets_of(example):
+            assert any(markers[target] in path for path in rendered(example)), (example, target)
