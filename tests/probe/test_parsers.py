@@ -23,6 +23,7 @@ from gpunet.errors import ParseError
 from gpunet.fabric.counters import parse_ibqueryerrors, parse_ip_link_stats
 from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
 from gpunet.fabric.lldp import parse_lldpcli_json
+from gpunet.probe.frr import parse_bgp_summary_json, parse_frr_route_json
 from gpunet.probe.parsers import (
     parse_ethtool_link,
     parse_ethtool_stats,
@@ -38,6 +39,7 @@ from gpunet.probe.parsers import (
     parse_sshd_t,
 )
 from gpunet.probe.rulesets import parse_iptables_save, parse_nft_ruleset
+from gpunet.probe.switchports import parse_ip_link_json, parse_sonic_interfaces_status
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 PARSERS: dict[str, Callable[[str], Any]] = {
@@ -64,6 +66,10 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "ibnetdiscover": parse_ibnetdiscover,
     "ibqueryerrors": parse_ibqueryerrors,
     "ip_link_stats_json": lambda text: parse_ip_link_stats(text, "comp-leaf001"),
+    "frr_bgp_summary_json": parse_bgp_summary_json,  # vtysh -c 'show bgp summary json'
+    "frr_route_json": parse_frr_route_json,  # vtysh -c 'show ip route json'
+    "ip_link_json": parse_ip_link_json,
+    "sonic_interfaces_status": parse_sonic_interfaces_status,
 }
 
 

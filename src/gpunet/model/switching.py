@@ -127,18 +127,22 @@ def switch_graph(plan: Plan, plane: str) -> nx.MultiGraph:
     return graph
 
 
-def ecmp_widths(plan: Plan, switch: Switch) -> dict[str, int]:
-    """Per other leaf of the plane: how many of this switch's cables start a shortest path to it
-    (the ECMP width of that leaf's routes here)."""
+def ecmp_next_hops(plan: Plan, switch: Switch) -> dict[str, list[Session]]:
+    """Per other leaf of the plane: the sessions (cables) of this switch that start a shortest path
+    to it. Their count is the ECMP width of that leaf's routes here."""
     graph = switch_graph(plan, switch.plane)
     if switch.name not in graph:
         return {}
     here = nx.single_source_shortest_path_length(graph, switch.name)
-    neighbours = Counter(far for _, far in graph.edges(switch.name))
-    from_neighbour = {n: nx.single_source_shortest_path_length(graph, n) for n in neighbours}
-    widths = {}
+    mine = sessions(plan, switch)
+    from_neighbour = {n: nx.single_source_shortest_path_length(graph, n) for n in {s.port.far_device for s in mine}}
+    found = {}
     for leaf in (s.name for s in plan.switches if s.plane == switch.plane and s.tier == "leaf"):
-        if leaf == switch.name or leaf not in here:
-            continue
-        widths[leaf] = sum(count for n, count in neighbours.items() if from_neighbour[n].get(leaf) == here[leaf] - 1)
-    return widths
+        if leaf != switch.name and leaf in here:
+            found[leaf] = [s for s in mine if from_neighbour[s.port.far_device].get(leaf) == here[leaf] - 1]
+    return found
+
+
+def ecmp_widths(plan: Plan, switch: Switch) -> dict[str, int]:
+    """Per other leaf of the plane: the ECMP width of its routes here."""
+    return {leaf: len(hops) for leaf, hops in ecmp_next_hops(plan, switch).items()}
