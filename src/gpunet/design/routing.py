@@ -21,7 +21,8 @@ from ipaddress import IPv4Address, IPv4Network
 from gpunet.design.pools import IndexPool, sticky
 from gpunet.errors import DesignError, SpecProblem
 from gpunet.model.plan import Link, Plan, PlaneRouting, Switch
-from gpunet.model.spec import PlaneName, PlaneSpec, RoutingSpec, private_asn_range
+from gpunet.model.spec import PlaneName, PlaneSpec
+from gpunet.model.switch_spec import RoutingSpec, private_asn_range
 
 ROUTED_STYLES = frozenset({"spine-leaf", "rail-optimized", "three-tier"})
 PLANE_SLOT = {"management": 0, "compute": 1, "storage": 2, "oob": 3}

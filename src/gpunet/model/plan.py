@@ -19,12 +19,12 @@ from gpunet.model.spec import (
     FabricSpec,
     FabricStyle,
     Media,
-    Peering,
     PlaneName,
     Role,
     SiteSpec,
     Technology,
 )
+from gpunet.model.switch_spec import Peering
 from gpunet.model.types import (
     AddressText,
     Device,
