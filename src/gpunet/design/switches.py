@@ -49,8 +49,10 @@ def with_management(spec: Spec, switches: list[Switch], interfaces: dict[str, li
         return switches
     subnet, gateway, key = home
     base = int(subnet.network_address)
-    taken = {int(IPv4Interface(i.address).ip) - base for ifs in interfaces.values() for i in ifs
-             if i.address and IPv4Interface(i.address).ip in subnet}
+    # Node addresses share the subnet only when it is a plane's (the own subnet overlaps none).
+    plane = key[1] if key[0] == "planes" else None
+    taken = {int(IPv4Address(i.address.split("/")[0])) - base for ifs in interfaces.values() for i in ifs
+             if i.plane == plane and i.address}
     taken |= {int(gateway) - base} if gateway else set()
     kept = {s.name: int(IPv4Interface(s.management).ip) - base for s in (previous.switches if previous else ())
             if s.management and IPv4Interface(s.management).ip in subnet}
