@@ -75,7 +75,9 @@ def spec_dict(nodes: int) -> dict[str, Any]:
         },
         "planes": {
             "management": {
-                "subnet": "198.18.0.0/18",
+                # a /17: 12,500 node addresses from the bottom, the switches' management addresses
+                # (about 5,900 at 12,500 nodes; no oob plane here) from the top
+                "subnet": "198.18.0.0/17",
                 "gateway": "198.18.0.1",
                 "speed": "25G",
                 "fabric": {

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from ipaddress import ip_interface, ip_network
+from ipaddress import IPv4Network, ip_address, ip_interface, ip_network
 
-from gpunet.model.plan import Plan
+from gpunet.model.plan import Plan, Switch
 
 
 def assert_every_nic_cabled_once(plan: Plan) -> None:
@@ -78,9 +78,45 @@ def assert_hcas_unique_per_node(plan: Plan) -> None:
         assert len(hcas) == len(set(hcas)), (node.name, hcas)
 
 
+def _asn_group(switch: Switch) -> tuple[str, int | None]:
+    return switch.tier, switch.pod if switch.tier == "spine" else None
+
+
+def assert_switch_numbering(plan: Plan) -> None:
+    """Routed planes (RFC 7938): every switch has a loopback inside the plane's pool and an ASN in its
+    range; spines share one ASN per pod, cores one, every leaf its own, and no two tiers share one;
+    every switch-to-switch cable a /31 of the pool, its own. Every switch's management address is
+    its own, never a node's, and not a plane's gateway."""
+    routing = {p.name: p.routing for p in plan.planes if p.routing is not None}
+    for plane, r in routing.items():
+        switches = [s for s in plan.switches if s.plane == plane]
+        assert all(s.loopback and ip_address(s.loopback) in ip_network(r.loopbacks) for s in switches)
+        assert all(s.asn is not None and r.asn_first <= s.asn <= r.asn_last for s in switches)
+        by_asn: dict[int | None, list[Switch]] = defaultdict(list)
+        for s in switches:
+            by_asn[s.asn].append(s)
+        for s in switches:
+            shared = by_asn[s.asn]
+            if s.tier == "leaf":
+                assert shared == [s], (s.name, [t.name for t in shared])
+            else:
+                assert {_asn_group(t) for t in shared} == {_asn_group(s)}, s.name
+        cables = [c for c in plan.links if c.plane == plane and c.tier in ("leaf_spine", "spine_core")]
+        p2p = [IPv4Network(c.p2p) for c in cables if c.p2p]
+        assert len(p2p) == len(cables) and len(set(p2p)) == len(p2p)
+        assert all(n.prefixlen == 31 and n.subnet_of(IPv4Network(r.p2p)) for n in p2p)
+    assert all(s.asn is None and s.loopback is None for s in plan.switches if s.plane not in routing)
+    assert all(c.p2p is None for c in plan.links if c.plane not in routing or c.tier in ("node_leaf", "direct"))
+    nodes = {ip_interface(i.address).ip for n in plan.nodes for i in n.interfaces if i.address}
+    gateways = {ip_address(p.gateway) for p in plan.planes if p.gateway}
+    management = [ip_interface(s.management).ip for s in plan.switches if s.management]
+    assert len(set(management)) == len(management) and not (set(management) & (nodes | gateways))
+
+
 def assert_plan_invariants(plan: Plan) -> None:
     assert_every_nic_cabled_once(plan)
     assert_hcas_unique_per_node(plan)
     assert_no_port_reused_and_radix_respected(plan)
     assert_addresses_unique_and_inside(plan)
     assert_ecmp_balanced(plan)
+    assert_switch_numbering(plan)

@@ -95,9 +95,13 @@ def with_planned(data: dict[str, Any], nodes: int) -> dict[str, Any]:
     return data | {"planes": planes}
 
 
-def assignments(plan: Plan) -> tuple[set[tuple[str, str, str | None]], set[tuple[str, str, str, str]]]:
+def assignments(plan: Plan) -> tuple[set[tuple[str, str, str | None]], set[tuple[str, str, str, str, str | None]]]:
+    """Node addresses, and switch numbers (ASN, loopback, management address) with them; cables
+    with their /31."""
     addresses = {(n.name, i.name, i.address) for n in plan.nodes for i in n.interfaces}
-    cables = {(c.a.device, c.a.port, c.b.device, c.b.port) for c in plan.links}
+    addresses |= {(s.name, key, str(getattr(s, key))) for s in plan.switches
+                  for key in ("asn", "loopback", "management") if getattr(s, key) is not None}  # gaining one is growth
+    cables = {(c.a.device, c.a.port, c.b.device, c.b.port, c.p2p) for c in plan.links}
     return addresses, cables
 
 

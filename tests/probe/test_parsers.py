@@ -24,6 +24,7 @@ from gpunet.fabric.counters import parse_ibqueryerrors, parse_ip_link_stats
 from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
 from gpunet.fabric.lldp import parse_lldpcli_json
 from gpunet.probe.flow import parse_ethtool_flow
+from gpunet.probe.frr import parse_bgp_summary_json, parse_frr_route_json
 from gpunet.probe.nccl_log import parse_nccl_debug_log
 from gpunet.probe.parsers import (
     parse_ethtool_link,
@@ -42,6 +43,7 @@ from gpunet.probe.parsers import (
 from gpunet.probe.pci import parse_lspci
 from gpunet.probe.roce import parse_mlnx_qos, parse_show_gids
 from gpunet.probe.rulesets import parse_iptables_save, parse_nft_ruleset
+from gpunet.probe.switchports import parse_ip_link_json, parse_sonic_interfaces_status
 from gpunet.probe.topo import parse_nvidia_smi_topo
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -76,6 +78,10 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "show_gids": parse_show_gids,
     "nccl_debug_log": parse_nccl_debug_log,
     "ethtool_flow": parse_ethtool_flow,  # mlx5 ethtool -S, its pause/ECN/discard counters
+    "frr_bgp_summary_json": parse_bgp_summary_json,  # vtysh -c 'show bgp summary json'
+    "frr_route_json": parse_frr_route_json,  # vtysh -c 'show ip route json'
+    "ip_link_json": parse_ip_link_json,
+    "sonic_interfaces_status": parse_sonic_interfaces_status,
 }
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from gpunet.design import design
 from gpunet.model.plan import Node, Plan
 from gpunet.render import TARGETS, render_all
-from gpunet.spec.examples import EXAMPLES, example_text
+from gpunet.render.switch import SWITCH_RENDERERS
+from gpunet.spec.examples import DEFAULT_EXAMPLE, EXAMPLES, example_text
 from gpunet.spec.loader import parse_spec
 
 MANIFEST = Path(__file__).parent / "rendered_manifest.json"
@@ -34,10 +35,16 @@ def one_per_group(plan: Plan) -> list[Node]:
     return list({n.group: n for n in reversed(plan.nodes)}.values())
 
 
+def targets_of(name: str) -> list[str]:
+    """Every target; the switch targets (every switch of the plan, not one per group) for the
+    default example only, so golden files stay reviewable."""
+    return [t for t in TARGETS if name == DEFAULT_EXAMPLE or t not in SWITCH_RENDERERS]
+
+
 @cache
 def rendered(name: str) -> dict[str, str]:
     plan = example_plan(name)
-    return render_all(plan, one_per_group(plan), TARGETS)
+    return render_all(plan, one_per_group(plan), targets_of(name))
 
 
 def text_of(example: str, path: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpunet.render import TARGETS
-from tests.render.rendered import MANIFEST, actual_manifest, manifest, rendered
+from tests.render.rendered import MANIFEST, actual_manifest, manifest, rendered, targets_of
 
 GOLDEN = Path(__file__).parent.parent / "fixtures" / "render"
 EXAMPLES = ("scalable-unit", "small-ethernet")
@@ -52,9 +52,10 @@ def test_every_target_has_golden_files() -> None:
                "nccl": "nccl.env", "ssh_config": "admin/ssh_config", "slurm": "slurm/", "ansible": "ansible/",
                "prometheus": "admin/prometheus/", "grafana": "admin/grafana/",
                "clustershell": "admin/clustershell/", "ntp": "etc/chrony/conf.d/",
-               "roce_qos": "gpunet-roce-qos"}
+               "roce_qos": "gpunet-roce-qos", "frr": "/etc/frr/frr.conf", "sonic": "/etc/sonic/config_db.json",
+               "nvue": "/nvue.sh"}
     assert set(markers) == set(TARGETS)
     for example in EXAMPLES:
-        for target, marker in markers.items():
-            assert target in NO_FILES.get(example, ()) or any(marker in path for path in rendered(example)), (
+        for target in targets_of(example):
+            assert target in NO_FILES.get(example, ()) or any(markers[target] in path for path in rendered(example)), (
                 example, target)

@@ -115,10 +115,13 @@ def assert_plain(plan: Plan) -> None:
 
 
 def read_back(plan: Plan, tmp: Path) -> None:
-    """Every rendered file of the sample nodes, through its reader."""
+    """Every rendered file of the sample nodes, and of one leaf of each routed plane (a leaf's files
+    hold every kind of name a switch's do), through its reader."""
     nodes = [n for n in plan.nodes if n.name in NODES] or list(plan.nodes[:3])
+    leaves = {next((s.name for s in plan.switches if s.plane == p.name and s.tier == "leaf"), "") for p in plan.planes}
     for name, text in render_all(plan, nodes, list(TARGETS)).items():
-        _read_one(name, text, tmp)
+        if not name.startswith("switches/") or name.split("/")[1] in leaves:
+            _read_one(name, text, tmp)
 
 
 def _read_one(name: str, text: str, tmp: Path) -> None:  # noqa: C901 - one reader per format
@@ -145,8 +148,23 @@ def _read_one(name: str, text: str, tmp: Path) -> None:  # noqa: C901 - one read
         yaml.safe_load(text)
     elif name.endswith(".json"):
         json.loads(text)
+    elif name.startswith("switches/"):
+        _read_switch_file(name, text)
     elif name.endswith("topology.conf"):
         assert all(re.match(r"^(#.*|SwitchName=\S+ (Nodes|Switches)=\S+)$", line) for line in text.splitlines())
+
+
+def _read_switch_file(name: str, text: str) -> None:
+    if name.endswith("frr.conf") and not v.need("vtysh"):
+        assert v.frr_check(text) == []
+    elif name.endswith("nvue.sh"):
+        assert v.run("sh", "-n", stdin=text).returncode == 0
+        assert all(line.startswith(("#", "set -e", "nv set ", "nv config apply")) for line in text.splitlines())
+    elif name.endswith("lldpd.d/gpunet.conf"):
+        assert all(re.match(r"^(#.*|configure (system hostname|lldp portidsubtype|ports) \S+.*)$", line)
+                   for line in text.splitlines())
+    elif name.endswith(".json"):
+        json.loads(text)
 
 
 def _record(tmp: Path, plan: Plan) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,3 +80,40 @@ def nm_check(tmp: Path, keyfiles: dict[str, str]) -> subprocess.CompletedProcess
 def nm_available() -> str | None:
     probe = run(SYSTEM_PYTHON, "-c", "import gi; gi.require_version('NM', '1.0'); from gi.repository import NM")
     return None if probe.returncode == 0 else "python3-gi with gir1.2-nm-1.0 is not installed (.ci/run installs it)"
+
+
+FRR_DAEMONS = ("zebra", "staticd", "bgpd", "bfdd")  # every daemon an integrated frr.conf gpunet writes speaks to
+
+
+def frr_check(text: str) -> list[str]:
+    """FRR's own parsers on an integrated frr.conf: `vtysh -C` (every daemon's command syntax, in
+    context), then each daemon's dry run (`<daemon> -C -f`), which applies what syntax cannot show
+    (a peer-group member overriding the group's remote-as, a maximum-paths above the build's
+    limit). A daemon's dry run exits 0 whatever it finds and logs the other daemons' lines as
+    unknown (out of context after an `exit` it cannot place), so from it only its `%` refusals
+    count. The daemons read the file after dropping to user frr, so it goes in a world-readable
+    directory of its own under /tmp (pytest's tmp_path is root's alone), and a file a daemon could
+    not open is a problem, never a pass. Returns the problems (empty: accepted)."""
+    directory = Path(tempfile.mkdtemp(prefix="gpunet-frr-", dir="/tmp"))
+    try:
+        directory.chmod(0o755)
+        conf = directory / "frr.conf"
+        conf.write_text(text)
+        conf.chmod(0o644)
+        return _frr_problems(conf)
+    finally:
+        shutil.rmtree(directory)
+
+
+def _frr_problems(conf: Path) -> list[str]:
+    problems = []
+    vtysh = run("vtysh", "-C", "-f", str(conf))
+    if vtysh.returncode != 0:
+        problems.append(f"vtysh -C exit {vtysh.returncode}: {(vtysh.stdout + vtysh.stderr).strip()[:500]}")
+    for daemon in FRR_DAEMONS:
+        done = run(f"/usr/lib/frr/{daemon}", "-C", "-f", str(conf))
+        output = done.stdout + done.stderr
+        if "can't open configuration file" in output or "failed to open configuration file" in output:
+            problems.append(f"{daemon} could not read {conf}")
+        problems += [f"{daemon}: {line}" for line in output.splitlines() if line.startswith("%")]
+    return problems

@@ -37,8 +37,8 @@ LAZY: dict[str, tuple[str, str]] = {
     "compare": ("gpunet.cli.compare", "compare"), "report": ("gpunet.cli.report", "report"),
 }
 # the render targets, written out so `--help` need not import the renderers (a test holds it to them)
-TARGETS_HELP = ("netplan, networkmanager, sysctl, nftables, firewalld, sshd, hosts, nccl, ntp, ssh_config, slurm, "
-                "ansible, clustershell, prometheus, grafana")
+TARGETS_HELP = ("netplan, networkmanager, sysctl, nftables, firewalld, sshd, hosts, nccl, ntp, roce_qos, ssh_config, "
+                "slurm, ansible, clustershell, prometheus, grafana, frr, sonic, nvue")
 
 ORDER = ("validate", "plan", "compare", "render", "flows", "examples", "init", "lab", "ibsim", "fleet", "apply",
          "doctor", "probe", "bench", "cabling", "localize", "report", "exporter")

@@ -24,11 +24,24 @@ from gpunet.design.fabric import (
 )
 from gpunet.design.flows import derive_flows
 from gpunet.design.media import nic_model
+from gpunet.design.routing import plane_routing, route_plane
 from gpunet.design.stability import check_stable
+from gpunet.design.switches import pool_problems, reserved_for_switches, with_management
 from gpunet.errors import DesignError, SpecProblem
 from gpunet.model.base import bulk_objects
 from gpunet.model.nodeset import parse_nodeset
-from gpunet.model.plan import Cabling, FabricBasis, Interface, NicCard, Node, Plan, Plane, PlaneCapacity
+from gpunet.model.plan import (
+    Cabling,
+    FabricBasis,
+    Interface,
+    Link,
+    NicCard,
+    Node,
+    Plan,
+    Plane,
+    PlaneCapacity,
+    Switch,
+)
 from gpunet.model.qos import RoceQos
 from gpunet.model.spec import NicSpec, NodeGroup, PlaneName, PlaneSpec, Spec, plane_mtu
 from gpunet.model.units import speed_gbps
@@ -66,9 +79,9 @@ def _design(spec: Spec, previous: Plan | None) -> Plan:
              slots={p: f.slots[n] for p, f in fabrics.items() if n in f.slots})
         for g, n in members
     )
-    switches = [s for f in fabrics.values() for s in f.switches]
-    links = [c for f in fabrics.values() for c in f.links]
     planes = tuple(_plane(spec, name, fabrics[name], bases[name]) for name in spec.planes)
+    switches, links = _routed(spec, planes, fabrics, previous)
+    switches = with_management(spec, switches, interfaces, previous)
     plan = Plan(
         gpunet_version=__version__, site=spec.site, nodes=nodes, flows=tuple(derive_flows(spec, nodes)),
         planes=planes, switches=tuple(switches), links=tuple(links),
@@ -78,6 +91,24 @@ def _design(spec: Spec, previous: Plan | None) -> Plan:
     if previous is not None:
         check_stable(previous, plan)
     return plan
+
+
+def _routed(spec: Spec, planes: tuple[Plane, ...], fabrics: dict[PlaneName, PlaneFabric],
+            previous: Plan | None) -> tuple[list[Switch], list[Link]]:
+    """Every plane's switches and cables; on routed planes with their ASNs, loopbacks and /31s."""
+    routing = {p.name: p.routing for p in planes if p.routing is not None}
+    problems = pool_problems(spec, routing)
+    if problems:
+        raise DesignError(problems)
+    switches: list[Switch] = []
+    links: list[Link] = []
+    for name, fabric in fabrics.items():
+        plane_switches, plane_links = fabric.switches, fabric.links
+        if name in routing:
+            plane_switches, plane_links = route_plane(name, routing[name], plane_switches, plane_links, previous)
+        switches += plane_switches
+        links += plane_links
+    return switches, links
 
 
 def _on_plane(members: Members, plane: PlaneName) -> Members:
@@ -125,7 +156,8 @@ def _interfaces(
             first_hca[g.name] += rdma_nic_count(plane_spec, g, plane) if plane in g.nics else 0
         drafts = {n: per_group[g.name] for g, n in _on_plane(members, plane)}
         wanted = [(n, i.name) for n, ifs in drafts.items() for i in ifs if i.master is None]
-        indexes = assign_addresses(plane, plane_spec, wanted, previous_addresses(previous, plane))
+        indexes = assign_addresses(plane, plane_spec, wanted, previous_addresses(previous, plane),
+                                   reserved_for_switches(spec, plane, previous))
         for node, ifs in drafts.items():
             count = sum(i.master is None for i in ifs)
             result[node] += [
@@ -161,6 +193,7 @@ def _plane(spec: Spec, name: PlaneName, fabric: PlaneFabric, basis: FabricBasis)
         nics={g.name: _nic_card(p, g.nics[name]) for g in spec.groups if name in g.nics},
         qos=(p.qos or RoceQos()) if p.technology == "roce" else None,
         partition=p.partition, sharp=p.sharp,
+        routing=plane_routing(name, p, fabric.style),
     )
 
 

@@ -91,18 +91,23 @@ def previous_addresses(previous: Plan | None, plane: PlaneName) -> dict[AddressK
 
 
 def assign_addresses(
-    plane: PlaneName, spec: PlaneSpec, wanted: Iterable[AddressKey], previous: dict[AddressKey, str]
+    plane: PlaneName, spec: PlaneSpec, wanted: Iterable[AddressKey], previous: dict[AddressKey, str],
+    reserved: Iterable[str] = (),
 ) -> dict[AddressKey, int]:
-    """Host index per (node, interface): previous ones kept, new ones lowest free first."""
+    """Host index per (node, interface): previous ones kept, new ones lowest free first; `reserved`
+    addresses (switch management addresses of the previous plan) are never handed out."""
     pool = AddressPool(spec.subnet, spec.gateway)
+    switches = sum(pool.claim(address) is not None for address in reserved)
     keys = list(wanted)
     chosen = {k: i for k in keys if k in previous and (i := pool.claim(previous[k])) is not None}
     for key in keys:
         if key not in chosen:
             index = pool.next_free()
             if index is None:
-                raise DesignError([SpecProblem(f"subnet {spec.subnet} is full",
-                                               ("planes", plane, "subnet"), "use a larger subnet")])
+                held = f" ({switches} of its addresses are switch management addresses)" if switches else ""
+                raise DesignError([SpecProblem(f"subnet {spec.subnet} is full{held}", ("planes", plane, "subnet"),
+                                               "use a larger subnet" + (", or give the switches their own: "
+                                               "site.switch_management" if switches else ""))])
             chosen[key] = index
     return chosen
 

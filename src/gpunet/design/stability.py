@@ -1,10 +1,11 @@
 """The growth guarantee, checked on the result: against the previous plan, no node that is
-still there lost an address and no cable between devices that are still there moved."""
+still there lost an address, no switch its ASN, loopback or management address, and no cable
+between devices that are still there moved or lost its /31."""
 
 from __future__ import annotations
 
 from gpunet.errors import DesignError, SpecProblem
-from gpunet.model.plan import Plan
+from gpunet.model.plan import Link, Plan
 
 
 def check_stable(previous: Plan, plan: Plan) -> None:
@@ -40,7 +41,28 @@ def _renumbered(previous: Plan, plan: Plan) -> list[tuple[str, str]]:
     return [
         (i.plane, f"{n.name}/{i.name} {i.address}") for n in previous.nodes for i in n.interfaces
         if (n.name, i.name) in now and i.address and now[n.name, i.name] != i.address
-    ]
+    ] + _switches_renumbered(previous, plan) + _cables_renumbered(previous, plan)
+
+
+SWITCH_NUMBERS = ("asn", "loopback", "management")
+
+
+def _switches_renumbered(previous: Plan, plan: Plan) -> list[tuple[str, str]]:
+    """A switch that is still there keeps its ASN, loopback and management address."""
+    now = {s.name: s for s in plan.switches}
+    return [(s.plane, f"{s.name} {key} {getattr(s, key)}") for s in previous.switches if s.name in now
+            for key in SWITCH_NUMBERS if getattr(s, key) is not None and getattr(now[s.name], key) != getattr(s, key)]
+
+
+def _cables_renumbered(previous: Plan, plan: Plan) -> list[tuple[str, str]]:
+    """A switch-to-switch cable that is still there keeps its /31."""
+    now = {_key(c): c.p2p for c in plan.links if c.p2p is not None}
+    return [(c.plane, f"{c.a.device}:{c.a.port} /31 {c.p2p}") for c in previous.links
+            if c.p2p is not None and _key(c) in now and now[_key(c)] != c.p2p]
+
+
+def _key(cable: Link) -> tuple[str, str, str, str]:
+    return cable.a.device, cable.a.port, cable.b.device, cable.b.port
 
 
 def _example(moved: list[tuple[str, str]], renumbered: list[tuple[str, str]]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from functools import cached_property
 from ipaddress import IPv4Address, IPv4Network, collapse_addresses
 from typing import Any, Literal
@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from gpunet.model.base import Frozen
+from gpunet.model.consistency import cross_reference_problems
 from gpunet.model.flows import Flow
 from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.partition import Partition
@@ -24,6 +25,7 @@ from gpunet.model.spec import (
     SiteSpec,
     Technology,
 )
+from gpunet.model.switch_spec import Peering
 from gpunet.model.types import (
     AddressText,
     Device,
@@ -87,6 +89,9 @@ class Node(Frozen):
         return found.split("/")[0] if found else None
 
 
+ASN = Field(None, ge=1, le=4294967294)
+
+
 class Switch(Frozen):
     name: Hostname
     plane: PlaneName
@@ -97,6 +102,13 @@ class Switch(Frozen):
     pod: int | None = None
     su: int | None = None
     rail: int | None = None
+    # Routed planes (Plane.routing): its eBGP ASN (RFC 7938: spines share one per plane or pod,
+    # cores one per plane, each leaf its own) and its loopback, also its BGP router id.
+    asn: int | None = ASN
+    loopback: AddressText | None = None
+    # Its management port's address with prefix (site.switch_management, else the oob or
+    # management plane's subnet, from the top); None where the plan has neither.
+    management: InterfaceText | None = None
 
 
 class Port(Frozen):
@@ -110,6 +122,9 @@ class Link(Frozen):
     a: Port
     b: Port
     gbps: int
+    # Switch-to-switch cables of a routed plane: the cable's /31; the lower end (a) holds the even
+    # address, the upper end (b) the odd one.
+    p2p: SubnetText | None = None
 
 
 class FabricBasis(Frozen):
@@ -139,6 +154,18 @@ class NicCard(Frozen):
     ports_per_card: int = Field(1, ge=1, le=8)
 
 
+class PlaneRouting(Frozen):
+    """How a routed plane's switches route (eBGP, RFC 7938): the pools and ASN range the plan
+    drew from (a later plan keeps drawing from them) and the session options the renders use."""
+
+    loopbacks: SubnetText
+    p2p: SubnetText
+    asn_first: int = Field(ge=1, le=4294967294)
+    asn_last: int = Field(ge=1, le=4294967294)
+    peering: Peering = "numbered"
+    bfd: bool = False
+
+
 class Plane(Frozen):
     name: PlaneName
     technology: Technology
@@ -155,6 +182,7 @@ class Plane(Frozen):
     qos: RoceQos | None = None  # RoCE planes only: the lossless class hosts and switches share
     partition: Partition | None = None  # InfiniBand planes: the ports' P_Key (NCCL_IB_PKEY is its index)
     sharp: bool = False  # InfiniBand planes: in-network reduction offered (NCCL CollNet)
+    routing: PlaneRouting | None = None  # routed Ethernet/RoCE planes (spine-leaf, rails, three tiers)
 
 
 class PlaneCapacity(Frozen):
@@ -205,7 +233,7 @@ class Plan(Frozen):
     def _consistent(self) -> Plan:
         """What plan.json must hold together before anything reads it: one owner per name, cables
         between known ports, addresses inside their plane. The first problem is reported."""
-        problem = next(_cross_reference_problems(self), None)
+        problem = next(cross_reference_problems(self), None)
         if problem is not None:
             raise ValueError(problem)
         return self
@@ -214,6 +242,20 @@ class Plan(Frozen):
     def nodes_by_name(self) -> dict[str, Node]:
         """Built once per plan: an all-pairs run looks two nodes up per pair, among thousands."""
         return {n.name: n for n in self.nodes}
+
+    @cached_property
+    def links_at(self) -> dict[str, list[Link]]:
+        """device -> the cables with an end on it, in plan order (switch views read one switch's cables
+        among hundreds of thousands)."""
+        found: dict[str, list[Link]] = {}
+        for link in self.links:
+            found.setdefault(link.a.device, []).append(link)
+            found.setdefault(link.b.device, []).append(link)
+        return found
+
+    @cached_property
+    def switches_by_name(self) -> dict[str, Switch]:
+        return {s.name: s for s in self.switches}
 
     def node(self, name: str | None) -> Node | None:
         return self.nodes_by_name.get(name) if name is not None else None
@@ -236,7 +278,7 @@ class Plan(Frozen):
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Plan:
         """A copy re-derives its indexes: one carried over would name the original's nodes."""
         copied = super().model_copy(update=update, deep=deep)
-        for cached in ("nodes_by_name", "inbound_flows", "flow_sources"):
+        for cached in ("nodes_by_name", "inbound_flows", "flow_sources", "links_at", "switches_by_name"):
             copied.__dict__.pop(cached, None)
         return copied
 
@@ -250,62 +292,3 @@ def _sources(plan: Plan, flow: Flow) -> tuple[str, ...]:
     networks = [IPv4Network(s) for s in flow.from_subnets]
     hosts = [h for h in hosts if not any(h in net for net in networks)]  # inside a listed subnet already
     return tuple(str(n) for n in collapse_addresses([*networks, *(IPv4Network(h) for h in hosts)]))
-
-
-def _cross_reference_problems(plan: Plan) -> Iterator[str]:
-    yield from _name_problems(plan)
-    yield from _link_problems(plan)
-    yield from _address_problems(plan)
-    yield from _flow_problems(plan)
-
-
-def _name_problems(plan: Plan) -> Iterator[str]:
-    seen: set[str] = set()
-    for name in [n.name for n in plan.nodes] + [s.name for s in plan.switches]:
-        if name in seen:
-            yield f"device name {name!r} is used twice (nodes and switches need names of their own)"
-        seen.add(name)
-    hostnames: set[str] = set()
-    for node in plan.nodes:
-        for iface in node.interfaces:
-            if iface.hostname is not None and iface.hostname in hostnames:
-                yield f"hostname {iface.hostname!r} is given twice"
-            hostnames.add(iface.hostname or "")
-
-
-def _link_problems(plan: Plan) -> Iterator[str]:
-    ports = {(n.name, i.name) for n in plan.nodes for i in n.interfaces}
-    switches = {s.name: s.radix for s in plan.switches}
-    planes = {p.name for p in plan.planes}
-    for link in plan.links:
-        if link.plane not in planes:
-            yield f"cable {link.a.device}:{link.a.port} is on plane {link.plane!r}, which the plan does not have"
-        for end in (link.a, link.b):
-            if end.device in switches:
-                if not end.port.isdigit() or not 1 <= int(end.port) <= switches[end.device]:
-                    yield f"cable end {end.device}:{end.port} is not a port of that switch"
-            elif (end.device, end.port) not in ports:
-                yield f"cable end {end.device}:{end.port} is not an interface of a node or a switch of the plan"
-
-
-def _flow_problems(plan: Plan) -> Iterator[str]:
-    planes = {p.name for p in plan.planes}
-    for flow in plan.flows:
-        unknown = [n for text in (flow.from_nodes, flow.to_nodes) if text for n in parse_nodeset(text)
-                   if n not in plan.nodes_by_name]
-        if unknown or flow.plane not in planes:
-            yield f"flow {flow.service}: names {unknown[0] if unknown else 'plane ' + flow.plane}, not in the plan"
-
-
-def _address_problems(plan: Plan) -> Iterator[str]:
-    subnets = {p.name: IPv4Network(p.subnet) for p in plan.planes}
-    for plane in plan.planes:
-        if plane.gateway is not None and IPv4Address(plane.gateway) not in subnets[plane.name]:
-            yield f"plane {plane.name}: gateway {plane.gateway} is outside its subnet {plane.subnet}"
-    for node in plan.nodes:
-        for iface in node.interfaces:
-            subnet = subnets.get(iface.plane)
-            if subnet is None:
-                yield f"{node.name}/{iface.name} is on plane {iface.plane!r}, which the plan does not have"
-            elif iface.address is not None and IPv4Address(iface.address.split("/")[0]) not in subnet:
-                yield f"{node.name}/{iface.name}: address {iface.address} is outside plane {iface.plane}'s {subnet}"

@@ -12,6 +12,7 @@ from gpunet.model.base import Frozen
 from gpunet.model.nodeset import NodeSetError, parse_nodeset
 from gpunet.model.partition import Partition
 from gpunet.model.qos import RoceQos
+from gpunet.model.switch_spec import RoutingSpec, SwitchManagementSpec
 from gpunet.model.types import (
     EPHEMERAL_PORTS,
     SRUN_PORTS,
@@ -134,6 +135,9 @@ class SiteSpec(Frozen):
     scheduler: SchedulerSpec | None = None
     # ip_local_port_range of every node: the ports NCCL, MPI and PMIx bootstrap listen on
     ephemeral_ports: PortsText = EPHEMERAL_PORTS
+    # Switch management addresses: this subnet, else the top of the oob plane's subnet (the
+    # management plane's without one), counting down while node addresses count up.
+    switch_management: SwitchManagementSpec | None = None
 
 
 class SwitchModel(Frozen):
@@ -197,6 +201,7 @@ class PlaneSpec(Frozen):
     qos: RoceQos | None = None  # RoCE planes: the lossless class (default DSCP 26 / priority 3, CNP 48 / 6)
     partition: Partition | None = None  # InfiniBand planes: the P_Key of their ports (NCCL_IB_PKEY)
     sharp: bool = False  # InfiniBand planes: the switches reduce in the network (SHARP); NCCL should use CollNet
+    routing: RoutingSpec | None = None  # routed Ethernet/RoCE fabrics: pools, ASNs, peering (defaults when unset)
 
     @model_validator(mode="after")
     def _ethernet_speed_names(self) -> PlaneSpec:
@@ -206,6 +211,9 @@ class PlaneSpec(Frozen):
             raise ValueError(f"qos is the RoCE lossless class; this plane is {self.technology}")
         if (self.partition is not None or self.sharp) and self.technology != "infiniband":
             raise ValueError(f"partition and sharp are InfiniBand features; this plane is {self.technology}")
+        if self.routing is not None and self.technology == "infiniband":
+            raise ValueError("routing (BGP pools and ASNs) is for Ethernet and RoCE fabrics; InfiniBand is "
+                             "routed by its subnet manager")
         return self
 
     @property

@@ -1,6 +1,7 @@
-"""Views of the Plan as files: per-node configuration mirrored under nodes/<node>/, and admin
-files (ssh_config, Ansible, Slurm, Prometheus, Grafana) under admin/. Every renderer is pure;
-the registries are plain dicts (DESIGN.md #6)."""
+"""Views of the Plan as files: per-node configuration mirrored under nodes/<node>/, per-switch
+configuration under switches/<switch>/ (render/switch/), and admin files (ssh_config, Ansible,
+Slurm, Prometheus, Grafana) under admin/. Every renderer is pure; the registries are plain dicts
+(DESIGN.md #6)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from gpunet.render import (
     ssh,
     sysctl,
 )
+from gpunet.render.switch import SWITCH_RENDERERS, render_switches
 
 NodeRenderer = Callable[[Plan, Node], dict[str, str]]
 AdminRenderer = Callable[[Plan], dict[str, str]]
@@ -95,14 +97,16 @@ ADMIN_RENDERERS: dict[str, AdminRenderer] = {
     "prometheus": prometheus.render_prometheus,
     "grafana": grafana.render_grafana,
 }
-TARGETS = (*NODE_RENDERERS, *ADMIN_RENDERERS)
+TARGETS = (*NODE_RENDERERS, *ADMIN_RENDERERS, *SWITCH_RENDERERS)
 SAME_ON_EVERY_NODE = {"hosts", "ntp"}
 SECRET_MODES = {"etc/netplan/": 0o600, "etc/NetworkManager/": 0o600}  # both refuse world-readable files
 EXECUTABLE = {"usr/local/sbin/"}  # scripts a unit runs
 
 
 def render_all(plan: Plan, nodes: Iterable[Node], targets: Iterable[str]) -> dict[str, str]:
-    """Every file of the chosen targets: nodes/<node>/<path on the node>, admin/<path>."""
+    """Every file of the chosen targets: nodes/<node>/<path on the node>, admin/<path>, and
+    switches/<switch>/<path on the switch> for every Ethernet and RoCE switch (switch targets are
+    per switch, not per node: `--node` does not narrow them)."""
     chosen = list(targets)
     files: dict[str, str] = {}
     same_everywhere: dict[str, dict[str, str]] = {}  # /etc/hosts is one file for all nodes
@@ -118,7 +122,7 @@ def render_all(plan: Plan, nodes: Iterable[Node], targets: Iterable[str]) -> dic
     for target in chosen:
         if target in ADMIN_RENDERERS:
             files |= {f"admin/{path}": text for path, text in ADMIN_RENDERERS[target](plan).items()}
-    return files
+    return files | render_switches(plan, chosen)
 
 
 def file_mode(path: str) -> int:

@@ -40,6 +40,10 @@ def spec_warnings(spec: Spec) -> list[SpecProblem]:
         found.append(SpecProblem("no NTP servers: clocks drift apart (Slurm, Kerberos and logs need them to agree)",
                                  ("site",), "add site.ntp_servers: [<address>]"))
     found += list(_needless_third_tier(spec))
+    switched = any(p.fabric.style != "direct" for p in spec.planes.values())
+    if switched and spec.site.switch_management is None and not {"oob", "management"} & spec.planes.keys():
+        found.append(SpecProblem("no oob or management plane and no site.switch_management: the switches get no "
+                                 "management address", ("site",), "add site.switch_management: {subnet: CIDR}"))
     if site.scheduler is None and gpus > 1:
         found.append(SpecProblem("no scheduler: no Slurm ports are opened in the firewalls", ("site",),
                                  "add site.scheduler: {controller: <node running slurmctld>}"))

@@ -52,6 +52,9 @@ PATTERN_NAMES = {
 # Model validators report at the model's path; these name the key at fault and how to fix it.
 MODEL_ERRORS = {
     "is an InfiniBand speed": ("speed", "use an Ethernet speed such as 100G or 400G, or technology: infiniband"),
+    "is not a private ASN": ("asn_base", "4200000000 (4-byte private, the default) or 64512 (2-byte private)"),
+    "asn_last": ("asn_last", "a private ASN above asn_base in the same range, or leave it out (the range's top)"),
+    "routing (BGP pools": ("routing", "remove routing from this plane"),
 }
 
 
