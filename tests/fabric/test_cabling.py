@@ -12,10 +12,10 @@ import pytest
 from gpunet.design import design
 from gpunet.fabric.cabling import CablingReport, cable_name, check_cabling, ends
 from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
-from gpunet.fabric.lldp import LldpNeighbor
 from gpunet.fabric.observed import UNKNOWN, End, Observation, Seen, from_ibnetdiscover, from_lldp
 from gpunet.lab.ibsim_topology import render_topology, sim_fabric
 from gpunet.model.plan import Link, Plan
+from gpunet.probe.lldp import LldpNeighbor
 from gpunet.spec.examples import EXAMPLES, example_text
 from gpunet.spec.loader import parse_spec
 

@@ -22,9 +22,9 @@ from gpunet.bench.perftest import parse_perftest
 from gpunet.errors import ParseError
 from gpunet.fabric.counters import parse_ibqueryerrors, parse_ip_link_stats
 from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
-from gpunet.fabric.lldp import parse_lldpcli_json
 from gpunet.probe.flow import parse_ethtool_flow
 from gpunet.probe.frr import parse_bgp_summary_json, parse_frr_route_json
+from gpunet.probe.lldp import parse_lldpcli_json
 from gpunet.probe.nccl_log import parse_nccl_debug_log
 from gpunet.probe.parsers import (
     parse_ethtool_link,

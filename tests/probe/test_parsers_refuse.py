@@ -20,8 +20,8 @@ import pytest
 from gpunet.bench.health import parse_cpu_sample
 from gpunet.errors import ParseError
 from gpunet.fabric.counters import parse_ibqueryerrors, parse_ip_link_stats
-from gpunet.fabric.lldp import parse_lldpcli_json
 from gpunet.fabric.prometheus import parse_prometheus_vector
+from gpunet.probe.lldp import parse_lldpcli_json
 from gpunet.probe.parsers import (
     parse_ethtool_driver,
     parse_ibv_devinfo,

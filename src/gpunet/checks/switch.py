@@ -22,10 +22,10 @@ from gpunet.checks.base import Finding
 from gpunet.checks.switch_bgp import judge_bgp, judge_ecmp
 from gpunet.checks.switch_common import finding, linux_port, port_number
 from gpunet.errors import ProbeError, UsageError
-from gpunet.fabric.lldp import LldpNeighbor, parse_lldpcli_json
 from gpunet.model.plan import Plan, Switch
 from gpunet.model.switching import SwitchPort, plane_of, switch_ports
 from gpunet.probe.frr import BgpSummary, Route, parse_bgp_summary_json, parse_frr_route_json
+from gpunet.probe.lldp import LldpNeighbor, parse_lldpcli_json
 from gpunet.probe.switchports import PortState, parse_ip_link_json
 from gpunet.runner import CommandRunner
 

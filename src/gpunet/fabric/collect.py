@@ -14,10 +14,10 @@ from ClusterShell.NodeSet import NodeSet
 
 from gpunet.errors import ParseError, UsageError
 from gpunet.fabric.ibnetdiscover import IbTopology, parse_ibnetdiscover
-from gpunet.fabric.lldp import LldpNeighbor, parse_lldpcli_json
 from gpunet.files.inputs import read_text
 from gpunet.fleet import ClusterShellRunner
 from gpunet.model.types import HOSTNAME
+from gpunet.probe.lldp import LldpNeighbor, parse_lldpcli_json
 from gpunet.runner import CommandRunner, run_local
 
 LLDPCLI = ("lldpcli", "-f", "json", "show", "neighbors")

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from gpunet.fabric.ibnetdiscover import IbNode, IbTopology
-from gpunet.fabric.lldp import LldpNeighbor
 from gpunet.model.plan import Plan
+from gpunet.probe.lldp import LldpNeighbor
 
 UNKNOWN = "?"  # prefix of a device name the Plan does not have
 TRAILING_NUMBER = re.compile(r"(?<![0-9])([0-9]{1,4})$")  # swp33, Ethernet33, Eth1/33, p33 -> 33

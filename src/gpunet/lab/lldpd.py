@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gpunet.errors import ParseError
-from gpunet.fabric.lldp import parse_lldpcli_json
+from gpunet.probe.lldp import parse_lldpcli_json
 
 LLDPD = "lldpd"
 CONF_DIR = "lldpd.d"  # under /etc/netns/<ns>/, seen as /etc/lldpd.d inside the namespace

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpunet.errors import ParseError
+from gpunet.files.inputs import load_json
 from gpunet.model.base import Frozen
-from gpunet.probe.parsers import load_json
 
 SUMMARY_TOOL, ROUTE_TOOL = "show bgp summary json", "show ip route json"
 

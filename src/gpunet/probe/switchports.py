@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 from gpunet.errors import ParseError
+from gpunet.files.inputs import load_json
 from gpunet.model.base import Frozen
-from gpunet.probe.parsers import load_json
 
 IP_LINK, SONIC_STATUS = "ip -j link", "show interfaces status"
 SPEED = re.compile(r"^(\d+)G$")
