@@ -1,0 +1,154 @@
+"""One plane of a Plan as the simulator sees it: every cable direction a capacity of its own
+(a cable carries its speed each way at once), each node's NICs in rail order with the leaf they
+plug into, and the switch-to-switch cables by switch, so routing can walk them.
+
+Elements can be taken down by the names `compare` and `localize` use: a switch by name, a cable by
+one end (`comp-leaf001:33`) or both (`gpu001:ib0 comp-leaf001:1`, or `a <-> b`). A NIC whose cable
+is down is gone from its node; a switch that is down takes every cable of it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpunet.errors import UsageError
+from gpunet.model.plan import Link, Plan
+
+SWITCH_TIERS = ("leaf_spine", "spine_core")
+
+
+@dataclass(frozen=True, slots=True)
+class Nic:
+    """A node's NIC on the plane: the cable direction out of it and into it, and the device at the far end."""
+
+    node: str
+    interface: str
+    rail: int
+    gbps: int
+    up: int  # resource: node -> switch (or the peer node on a direct cable); capacity 0 while down
+    down: int  # resource: switch -> node
+    attached: str  # leaf switch, or the peer node of a direct cable
+
+
+@dataclass
+class SimFabric:
+    plane: str
+    capacity: np.ndarray  # Gb/s per resource (a cable direction)
+    ends: list[tuple[str, str]]  # resource -> (from device:port, to device:port)
+    tier: list[str]  # resource -> cable tier
+    nics: dict[str, list[Nic]]  # node -> its NICs, in rail order
+    neighbours: dict[str, list[tuple[int, str]]]  # switch -> (resource out, switch at its far end)
+    switch_tier: dict[str, str]
+    down: tuple[str, ...] = ()
+    gpus: dict[str, int] = field(default_factory=dict)
+    gpu_model: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def nodes(self) -> list[str]:
+        return list(self.nics)
+
+    def cable_name(self, resource: int) -> str:
+        """The cable as cabling.csv names it, lower end first ('gpu001:ib0 comp-leaf001:1')."""
+        a, b = self.ends[resource]
+        return f"{a} {b}" if resource % 2 == 0 else f"{b} {a}"
+
+    def direction(self, resource: int) -> str:
+        a, b = self.ends[resource]
+        return f"{a} -> {b}"
+
+
+def default_plane(plan: Plan) -> str:
+    """The plane jobs communicate over: compute if present, else the deepest (as Slurm's topology)."""
+    names = [c.plane for c in plan.capacity]
+    if "compute" in names:
+        return "compute"
+    if not plan.capacity:
+        raise UsageError("the plan has no switched plane to simulate")
+    return max(plan.capacity, key=lambda c: (c.tiers, c.endpoints)).plane
+
+
+def read_fabric(plan: Plan, plane: str | None = None, down: Sequence[str] = ()) -> SimFabric:
+    """The plane's cables as resources, with `down` (switch or cable names) taken out."""
+    plane = plane or default_plane(plan)
+    planes = [p.name for p in plan.planes]
+    if plane not in planes:
+        raise UsageError(f"no plane {plane!r} in the plan; planes: {', '.join(planes)}")
+    links = [c for c in plan.links if c.plane == plane]
+    switches: dict[str, str] = {s.name: s.tier for s in plan.switches if s.plane == plane}
+    gone_switches, gone_cables = resolve_down(links, switches, down)
+    fabric = SimFabric(plane=plane, capacity=np.zeros(2 * len(links)), ends=[], tier=[], nics={},
+                       neighbours={s: [] for s in switches if s not in gone_switches}, switch_tier=switches,
+                       down=tuple(down))
+    rails = _rails(plan, plane)
+    for i, link in enumerate(links):
+        _add_cable(fabric, i, link, switches=switches, rails=rails, alive=i not in gone_cables
+                   and not {link.a.device, link.b.device} & gone_switches)
+    for nics in fabric.nics.values():
+        nics.sort(key=lambda n: (n.rail, n.interface))
+    for node in plan.nodes:
+        if node.name in fabric.nics:
+            fabric.gpus[node.name] = node.gpus
+            fabric.gpu_model[node.name] = node.gpu_model
+    return fabric
+
+
+def _rails(plan: Plan, plane: str) -> dict[tuple[str, str], int]:
+    """(node, interface) -> rail: the plan's rail where it has one, else the NIC's order on the plane."""
+    rails = {}
+    for node in plan.nodes:
+        cabled = [i for i in node.interfaces if i.plane == plane and i.cabled]
+        for order, iface in enumerate(cabled):
+            rails[node.name, iface.name] = iface.rail if iface.rail is not None else order
+    return rails
+
+
+def _add_cable(fabric: SimFabric, i: int, link: Link, *, switches: dict[str, str],
+               rails: dict[tuple[str, str], int], alive: bool) -> None:
+    a, b = f"{link.a.device}:{link.a.port}", f"{link.b.device}:{link.b.port}"
+    fabric.ends += [(a, b), (b, a)]
+    fabric.tier += [link.tier, link.tier]
+    fabric.capacity[2 * i:2 * i + 2] = link.gbps if alive else 0.0
+    if link.tier in SWITCH_TIERS:
+        if alive:
+            fabric.neighbours[link.a.device].append((2 * i, link.b.device))
+            fabric.neighbours[link.b.device].append((2 * i + 1, link.a.device))
+        return
+    for end, peer, up, down in ((link.a, link.b, 2 * i, 2 * i + 1), (link.b, link.a, 2 * i + 1, 2 * i)):
+        if end.device not in switches:
+            rail = rails.get((end.device, end.port), 0)
+            fabric.nics.setdefault(end.device, []).append(
+                Nic(end.device, end.port, rail, link.gbps, up, down, peer.device))
+
+
+def resolve_down(links: Iterable[Link], switches: dict[str, str], names: Sequence[str]) -> tuple[set[str], set[int]]:
+    """Switch names and cable positions that `names` take down; an unknown name is a UsageError
+    that shows what names look like."""
+    by_end: dict[str, int] = {}
+    pairs: dict[frozenset[str], int] = {}
+    for i, link in enumerate(links):
+        a, b = f"{link.a.device}:{link.a.port}", f"{link.b.device}:{link.b.port}"
+        by_end[a], by_end[b] = i, i
+        pairs[frozenset((a, b))] = i
+    gone_switches: set[str] = set()
+    gone_cables: set[int] = set()
+    for name in names:
+        text = name.replace("<->", " ").split()
+        if len(text) == 1 and text[0] in switches:
+            gone_switches.add(text[0])
+        elif len(text) == 1 and text[0] in by_end:
+            gone_cables.add(by_end[text[0]])
+        elif len(text) == 2 and frozenset(text) in pairs:
+            gone_cables.add(pairs[frozenset(text)])
+        else:
+            raise UsageError(_unknown_element(name, switches, next(iter(pairs), frozenset())))
+    return gone_switches, gone_cables
+
+
+def _unknown_element(name: str, switches: dict[str, str], cable: frozenset[str]) -> str:
+    examples = {tier: next((s for s, t in switches.items() if t == tier), None) for tier in ("leaf", "spine", "core")}
+    shown = ", ".join(s for s in examples.values() if s)
+    ends = " ".join(sorted(cable))
+    return (f"no switch or cable {name!r} on this plane; name a switch ({shown}, ... of {len(switches)}), "
+            f"or a cable by one end or both as cabling.csv has them ({ends})")
