@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -49,6 +50,10 @@ class Run:
     connections: int
     limits: NodeLimits
     seed: int
+
+    @cached_property
+    def spine_cables(self) -> frozenset[int]:
+        return frozenset(r for r, tier in enumerate(self.fabric.tier) if tier == "leaf_spine")
 
 
 def run_phases(run: Run, pattern: Pattern) -> list[PhaseResult]:
@@ -105,7 +110,7 @@ def _phase(run: Run, phase: Phase, capacity: np.ndarray) -> PhaseResult:
                 resources.append(resource)
                 weights.append(weight)
             network_bytes += send.fraction / connections
-            crossing = sum(w for r, w in path.items() if fabric.tier[r] == "leaf_spine") / 2  # up and down
+            crossing = sum(w for r, w in path.items() if r in run.spine_cables) / 2  # up and down
             spine_bytes += min(1.0, crossing) * send.fraction / connections
     incidence = Incidence(np.asarray(flows, dtype=np.int64), np.asarray(resources, dtype=np.int64),
                           np.asarray(weights, dtype=np.float64), len(fractions))

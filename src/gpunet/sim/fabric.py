@@ -35,8 +35,8 @@ class Nic:
 @dataclass
 class SimFabric:
     plane: str
-    capacity: np.ndarray  # Gb/s per resource (a cable direction)
-    ends: list[tuple[str, str]]  # resource -> (from device:port, to device:port)
+    capacity: np.ndarray  # Gb/s per resource (a cable direction): resource 2i is cable i from a to b, 2i+1 back
+    links: list[Link]  # the plane's cables
     tier: list[str]  # resource -> cable tier
     nics: dict[str, list[Nic]]  # node -> its NICs, in rail order
     neighbours: dict[str, list[tuple[int, str]]]  # switch -> (resource out, switch at its far end)
@@ -49,14 +49,18 @@ class SimFabric:
     def nodes(self) -> list[str]:
         return list(self.nics)
 
+    def ends(self, resource: int) -> tuple[str, str]:
+        """(from device:port, to device:port) of a cable direction."""
+        link = self.links[resource // 2]
+        a, b = f"{link.a.device}:{link.a.port}", f"{link.b.device}:{link.b.port}"
+        return (a, b) if resource % 2 == 0 else (b, a)
+
     def cable_name(self, resource: int) -> str:
-        """The cable as cabling.csv names it, lower end first ('gpu001:ib0 comp-leaf001:1')."""
-        a, b = self.ends[resource]
-        return f"{a} {b}" if resource % 2 == 0 else f"{b} {a}"
+        """The cable as cabling.csv names it, a end first ('gpu001:ib0 comp-leaf001:1')."""
+        return " ".join(self.ends(resource - resource % 2))
 
     def direction(self, resource: int) -> str:
-        a, b = self.ends[resource]
-        return f"{a} -> {b}"
+        return " -> ".join(self.ends(resource))
 
 
 def default_plane(plan: Plan) -> str:
@@ -77,14 +81,16 @@ def read_fabric(plan: Plan, plane: str | None = None, down: Sequence[str] = ()) 
         raise UsageError(f"no plane {plane!r} in the plan; planes: {', '.join(planes)}")
     links = [c for c in plan.links if c.plane == plane]
     switches: dict[str, str] = {s.name: s.tier for s in plan.switches if s.plane == plane}
-    gone_switches, gone_cables = resolve_down(links, switches, down)
-    fabric = SimFabric(plane=plane, capacity=np.zeros(2 * len(links)), ends=[], tier=[], nics={},
+    gone_switches, gone_cables = resolve_down(links, switches, down) if down else (set(), set())
+    fabric = SimFabric(plane=plane, capacity=np.zeros(2 * len(links)), links=links, tier=[], nics={},
                        neighbours={s: [] for s in switches if s not in gone_switches}, switch_tier=switches,
                        down=tuple(down))
     rails = _rails(plan, plane)
+    fabric.tier = [link.tier for link in links for _ in (0, 1)]
     for i, link in enumerate(links):
-        _add_cable(fabric, i, link, switches=switches, rails=rails, alive=i not in gone_cables
-                   and not {link.a.device, link.b.device} & gone_switches)
+        alive = i not in gone_cables and link.a.device not in gone_switches and link.b.device not in gone_switches
+        fabric.capacity[2 * i:2 * i + 2] = link.gbps if alive else 0.0
+        _add_cable(fabric, i, link, switches=switches, rails=rails, alive=alive)
     for nics in fabric.nics.values():
         nics.sort(key=lambda n: (n.rail, n.interface))
     for node in plan.nodes:
@@ -106,10 +112,6 @@ def _rails(plan: Plan, plane: str) -> dict[tuple[str, str], int]:
 
 def _add_cable(fabric: SimFabric, i: int, link: Link, *, switches: dict[str, str],
                rails: dict[tuple[str, str], int], alive: bool) -> None:
-    a, b = f"{link.a.device}:{link.a.port}", f"{link.b.device}:{link.b.port}"
-    fabric.ends += [(a, b), (b, a)]
-    fabric.tier += [link.tier, link.tier]
-    fabric.capacity[2 * i:2 * i + 2] = link.gbps if alive else 0.0
     if link.tier in SWITCH_TIERS:
         if alive:
             fabric.neighbours[link.a.device].append((2 * i, link.b.device))

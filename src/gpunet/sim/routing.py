@@ -42,6 +42,8 @@ class Router:
     _hops: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=dict)
     _salt: dict[str, int] = field(default_factory=dict)
     _spray: dict[tuple[str, str], Path] = field(default_factory=dict)
+    _cores: dict[str, frozenset[str]] = field(default_factory=dict)
+    _cores_above: dict[frozenset[str], frozenset[str]] = field(default_factory=dict)
 
     def path(self, src: Nic, dst: Nic, key: int) -> Path | None:
         """The resources connection `key` crosses from NIC to NIC (None: no path)."""
@@ -99,15 +101,55 @@ class Router:
         """The cables out of `switch` to neighbours one hop closer to leaf `target`."""
         key = (switch, target)
         if key not in self._hops:
-            distance = self._distance_to(target)
-
-            def hops_to(name: str) -> int | None:
-                return 0 if name == target else distance.get(name)
-
-            here = hops_to(switch)
-            self._hops[key] = [] if here is None else [
-                (r, n) for r, n in self.fabric.neighbours[switch] if hops_to(n) == here - 1]
+            self._hops[key] = self._up_down(switch, target) or self._searched(switch, target)
         return self._hops[key]
+
+    def _up_down(self, switch: str, target: str) -> list[tuple[int, str]]:
+        """Next hops of a leaf, spine or core where shortest paths go up and down (every used
+        switch of a two- or three-tier Clos, a failed element or two included), read off the
+        switch's own cables: the spines over `target` (S) and the cores over S (C) are one and two
+        hops from it, a spine under C three, a leaf under S two and one under C's spines four.
+        Empty where that does not hold: the full search answers then."""
+        above = self._above(target)
+        neighbours = self.fabric.neighbours[switch]
+        if switch in above:
+            return [(r, n) for r, n in neighbours if n == target]
+        tier = self.fabric.switch_tier.get(switch)
+        if tier == "core":
+            return [(r, n) for r, n in neighbours if n in above]
+        cores = self._cores_over(above)
+        if tier == "spine":
+            return [(r, n) for r, n in neighbours if n in cores]
+        if tier == "leaf":
+            return [(r, n) for r, n in neighbours if n in above] or [
+                (r, n) for r, n in neighbours if self._cores_of(n) & cores]
+        return []
+
+    def _above(self, leaf: str) -> frozenset[str]:
+        return frozenset(n for _, n in self.fabric.neighbours[leaf])
+
+    def _cores_of(self, spine: str) -> frozenset[str]:
+        if spine not in self._cores:
+            self._cores[spine] = frozenset(n for _, n in self.fabric.neighbours[spine]
+                                           if self.fabric.switch_tier.get(n) == "core")
+        return self._cores[spine]
+
+    def _cores_over(self, spines: frozenset[str]) -> frozenset[str]:
+        if spines not in self._cores_above:
+            self._cores_above[spines] = frozenset().union(*(self._cores_of(s) for s in spines))
+        return self._cores_above[spines]
+
+    def _searched(self, switch: str, target: str) -> list[tuple[int, str]]:
+        """Next hops from a breadth-first search of the whole switch graph (one per set of spines over
+        a leaf, kept): where paths run through other leaves after failures."""
+        distance = self._distance_to(target)
+
+        def hops_to(name: str) -> int | None:
+            return 0 if name == target else distance.get(name)
+
+        here = hops_to(switch)
+        return [] if here is None else [
+            (r, n) for r, n in self.fabric.neighbours[switch] if hops_to(n) == here - 1]
 
     def _distance_to(self, target: str) -> dict[str, int]:
         above = frozenset(n for _, n in self.fabric.neighbours[target])
