@@ -25,21 +25,18 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from plan_scale import build_spec  # type: ignore[import-not-found]
+
+from gpunet.design import design
+from gpunet.sim import SimOptions, simulate
+
 TARGETS = {12_500: 60.0, 1024: 2.0}
 MEMORY_TARGET_GB = 8.0
 
 
 def one_size(nodes: int, runs: int) -> dict[str, float]:
     """In this process: design, then simulate `runs` times (the plan is not timed)."""
-    sys.path.insert(0, str(HERE))
-    from plan_scale import build_spec
-
-    from gpunet.design import design
-    from gpunet.sim import SimOptions, simulate
-
     started = time.perf_counter()
     plan = design(build_spec(nodes))
     designed = time.perf_counter() - started

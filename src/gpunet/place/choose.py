@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 from gpunet.errors import UsageError
-from gpunet.model.base import Frozen
+from gpunet.model.base import Frozen, bulk_objects
 from gpunet.model.nodeset import fold
 from gpunet.model.plan import Plan
 from gpunet.sim.fabric import SimFabric, read_fabric
@@ -44,6 +44,11 @@ def place(plan: Plan, count: int, free: Sequence[str] | None = None, options: Si
     predicted collective time, beside a random choice of as many (drawn with `seed`)."""
     options = options or SimOptions()
     check_options(options)
+    with bulk_objects():
+        return _place(plan, count, free, options, seed)
+
+
+def _place(plan: Plan, count: int, free: Sequence[str] | None, options: SimOptions, seed: int) -> Placement:
     fabric = read_fabric(plan, options.plane)
     pool = _free_pool(fabric, free)
     if not 0 < count <= len(pool):

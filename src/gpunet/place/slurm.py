@@ -67,25 +67,29 @@ def parse_scontrol_nodes(text: str) -> SlurmNodes:
     node: str | None = None
     for number, line in enumerate(_bounded(text, "scontrol"), 1):
         stripped = line.strip()
-        if not stripped:
-            continue
         if found := NOT_FOUND.match(stripped):
             missing.append(found.group(1))
-            continue
-        fields = dict(FIELD.findall(stripped))
-        if not fields:
-            raise ParseError("scontrol", number, f"not a Key=Value line of `scontrol show nodes`: {line[:80]!r}")
-        if "NodeName" in fields:
-            node = fields["NodeName"]
-            _hostlist("scontrol", node, number)
-        if "State" in fields:
-            if node is None:
-                raise ParseError("scontrol", number, "State= before any NodeName=")
-            states[node] = fields["State"]
+        elif stripped:
+            node = _scontrol_line(number, stripped, node, states)
     if not states:
         raise ParseError("scontrol", 1, "no NodeName= ... State= found")
     free = tuple(sorted(n for n, s in states.items() if _scontrol_free(s)))
     return SlurmNodes(tool="scontrol", states=states, free=free, missing=tuple(missing))
+
+
+def _scontrol_line(number: int, line: str, node: str | None, states: dict[str, str]) -> str | None:
+    """One Key=Value line: a NodeName= starts a node, its State= is recorded; the current node back."""
+    fields = dict(FIELD.findall(line))
+    if not fields:
+        raise ParseError("scontrol", number, f"not a Key=Value line of `scontrol show nodes`: {line[:80]!r}")
+    if "NodeName" in fields:
+        node = fields["NodeName"]
+        _hostlist("scontrol", node, number)
+    if "State" in fields:
+        if node is None:
+            raise ParseError("scontrol", number, "State= before any NodeName=")
+        states[node] = fields["State"]
+    return node
 
 
 def _scontrol_free(state: str) -> bool:

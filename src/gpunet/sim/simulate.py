@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pydantic import Field
 
 from gpunet.errors import UsageError
-from gpunet.model.base import Frozen
+from gpunet.model.base import Frozen, bulk_objects
 from gpunet.model.nodeset import fold
 from gpunet.model.plan import Plan
 from gpunet.sim.collectives import ALGORITHMS, COLLECTIVES, Job, Pattern, pattern, point_to_point
@@ -94,8 +94,9 @@ def simulate(plan: Plan, nodes: Sequence[str] | None = None, options: SimOptions
     """One collective of a job (`nodes` in rank order; every GPU node of the plane when None)."""
     options = options or SimOptions()
     check_options(options)
-    fabric = read_fabric(plan, options.plane, down)
-    return simulate_on(fabric, nodes, options, scenario)
+    with bulk_objects():  # 10^5-10^6 small lists and dicts: no cyclic GC passes over a large plan's objects
+        fabric = read_fabric(plan, options.plane, down)
+        return simulate_on(fabric, nodes, options, scenario)
 
 
 def simulate_on(fabric: SimFabric, nodes: Sequence[str] | None, options: SimOptions, scenario: str) -> SimReport:
