@@ -4,7 +4,7 @@ the same NICs."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, computed_field
 
 from gpunet.model.base import Frozen
 
@@ -49,6 +49,7 @@ class SimReport(Frozen):
     disconnected: int = 0  # transfers with no path
     notes: tuple[str, ...] = ()
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def busbw(self) -> float:
         """Bus bandwidth at the largest size."""
