@@ -21,8 +21,11 @@ from gpunet.decide.compare import compare as compare_designs
 from gpunet.decide.cost import Costing
 from gpunet.decide.failures import plan_failures
 from gpunet.decide.growth import plan_headroom
+from gpunet.decide.reference import ReferenceJob
 from gpunet.errors import UsageError
 from gpunet.model.plan import Plan
+from gpunet.sim.simulate import SimOptions, check_options
+from gpunet.sim.whatif import parse_sizes
 
 CatalogOption = Annotated[Path | None, typer.Option(
     "--catalog", help="Parts catalog (YAML): part numbers, prices and watts; 'example' for the shipped one of "
@@ -44,6 +47,12 @@ def compare(
     example_catalog: Annotated[bool, typer.Option(
         "--example-catalog", callback=_example_catalog, is_eager=True,
         help="Print the shipped catalog (placeholder numbers, not prices) to start one from, and exit.")] = False,
+    reference_collective: Annotated[str, typer.Option(help="The reference job whose simulated busbw each design "
+                                                           "shows (as gpunet sim).")] = "all_reduce",
+    reference_size: Annotated[str, typer.Option(help="The reference job's message size.")] = "8G",
+    reference_nodes: Annotated[int, typer.Option(min=2, max=100_000, help="The reference job's nodes: the "
+                                                                          "plane's first GPU nodes by name.")] = 256,
+    no_reference: Annotated[bool, typer.Option("--no-reference", help="Leave the reference job out.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON: every figure, and the rows.")] = False,
 ) -> None:
     """Designs side by side per plane: what they are built of, cost and draw, carry, how far they grow
@@ -54,9 +63,13 @@ def compare(
     if len(designs) < 2:
         raise UsageError(f"compare needs two or more designs (specs or plan.json files), got {len(designs)}")
     parts = load_catalog(catalog) if catalog is not None else None
-    with stderr.status("designing and comparing…", spinner="dots"):
+    job = None if no_reference else ReferenceJob(nodes=reference_nodes, options=SimOptions(
+        collective=reference_collective, sizes=parse_sizes(reference_size)[-1:]))
+    if job is not None:
+        check_options(job.options)
+    with stderr.status("designing, simulating and comparing…", spinner="dots"):
         plans = [(name, api.load_plan(path)) for name, path in zip(_names(designs), designs, strict=True)]
-        result = compare_designs(plans, parts)
+        result = compare_designs(plans, parts, job)
     if as_json:
         print(json.dumps(result.model_dump(mode="json"), indent=1))
     elif markdown:

@@ -9,7 +9,7 @@ is down is gone from its node; a switch that is down takes every cable of it."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -44,6 +44,23 @@ class SimFabric:
     down: tuple[str, ...] = ()
     gpus: dict[str, int] = field(default_factory=dict)
     gpu_model: dict[str, str | None] = field(default_factory=dict)
+
+    def with_down(self, names: Sequence[str]) -> SimFabric:
+        """The same fabric with more switches or cables down (the plan is not read again: a what-if
+        on a 100k-GPU plane costs a pass over its cables, not a new fabric)."""
+        if not names:
+            return self
+        gone_switches, gone_cables = resolve_down(self.links, self.switch_tier, names)
+        capacity = self.capacity.copy()
+        for i in gone_cables:
+            capacity[2 * i:2 * i + 2] = 0.0
+        if gone_switches:
+            for i, link in enumerate(self.links):
+                if link.a.device in gone_switches or link.b.device in gone_switches:
+                    capacity[2 * i:2 * i + 2] = 0.0
+        neighbours = {s: [(r, n) for r, n in hops if capacity[r] > 0] for s, hops in self.neighbours.items()
+                      if s not in gone_switches}
+        return replace(self, capacity=capacity, neighbours=neighbours, down=(*self.down, *names))
 
     @property
     def nodes(self) -> list[str]:
@@ -81,23 +98,20 @@ def read_fabric(plan: Plan, plane: str | None = None, down: Sequence[str] = ()) 
         raise UsageError(f"no plane {plane!r} in the plan; planes: {', '.join(planes)}")
     links = [c for c in plan.links if c.plane == plane]
     switches: dict[str, str] = {s.name: s.tier for s in plan.switches if s.plane == plane}
-    gone_switches, gone_cables = resolve_down(links, switches, down) if down else (set(), set())
     fabric = SimFabric(plane=plane, capacity=np.zeros(2 * len(links)), links=links, tier=[], nics={},
-                       neighbours={s: [] for s in switches if s not in gone_switches}, switch_tier=switches,
-                       down=tuple(down))
+                       neighbours={s: [] for s in switches}, switch_tier=switches)
     rails = _rails(plan, plane)
     fabric.tier = [link.tier for link in links for _ in (0, 1)]
     for i, link in enumerate(links):
-        alive = i not in gone_cables and link.a.device not in gone_switches and link.b.device not in gone_switches
-        fabric.capacity[2 * i:2 * i + 2] = link.gbps if alive else 0.0
-        _add_cable(fabric, i, link, switches=switches, rails=rails, alive=alive)
+        fabric.capacity[2 * i:2 * i + 2] = link.gbps
+        _add_cable(fabric, i, link, switches=switches, rails=rails)
     for nics in fabric.nics.values():
         nics.sort(key=lambda n: (n.rail, n.interface))
     for node in plan.nodes:
         if node.name in fabric.nics:
             fabric.gpus[node.name] = node.gpus
             fabric.gpu_model[node.name] = node.gpu_model
-    return fabric
+    return fabric.with_down(down)
 
 
 def _rails(plan: Plan, plane: str) -> dict[tuple[str, str], int]:
@@ -111,11 +125,10 @@ def _rails(plan: Plan, plane: str) -> dict[tuple[str, str], int]:
 
 
 def _add_cable(fabric: SimFabric, i: int, link: Link, *, switches: dict[str, str],
-               rails: dict[tuple[str, str], int], alive: bool) -> None:
+               rails: dict[tuple[str, str], int]) -> None:
     if link.tier in SWITCH_TIERS:
-        if alive:
-            fabric.neighbours[link.a.device].append((2 * i, link.b.device))
-            fabric.neighbours[link.b.device].append((2 * i + 1, link.a.device))
+        fabric.neighbours[link.a.device].append((2 * i, link.b.device))
+        fabric.neighbours[link.b.device].append((2 * i + 1, link.a.device))
         return
     for end, peer, up, down in ((link.a, link.b, 2 * i, 2 * i + 1), (link.b, link.a, 2 * i + 1, 2 * i)):
         if end.device not in switches:
