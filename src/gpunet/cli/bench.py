@@ -20,7 +20,7 @@ from rich.table import Table
 
 from gpunet import api
 from gpunet.bench import PATTERNS
-from gpunet.bench.compare import FAILING, Comparison, compare_runs
+from gpunet.bench.compare import FAILING, Comparison, compare_runs, compare_simulated
 from gpunet.bench.heatmap import cells_of, percent_matrix, write_png
 from gpunet.bench.launch import TOOLS
 from gpunet.bench.run import Progress as RoundProgress
@@ -262,8 +262,13 @@ def show(
 @app.command(name="compare")
 @handles_errors
 def compare(
-    baseline: Annotated[int, typer.Argument(help="Baseline run id.")],
-    current: Annotated[int, typer.Argument(help="Run id to judge against the baseline.")],
+    baseline: Annotated[int, typer.Argument(help="Baseline run id (with --simulated: the measured run).")],
+    current: Annotated[int | None, typer.Argument(help="Run id to judge against the baseline.")] = None,
+    simulated: Annotated[bool, typer.Option("--simulated", help="Judge the run against the simulation of its own "
+                                                                "pairs, round by round (needs --plan).")] = False,
+    plan: Annotated[Path | None, typer.Option("--plan", help="With --simulated: the plan.json or spec the run "
+                                                             "measured (a lab's: /run/gpunet/labs/ID/plan.json).")]
+    = None,
     db: DbOpt = None,
     rules: Annotated[Path | None, typer.Option("--rules", help="YAML rules (default: warn 5 % below the "
                                                "baseline, fail 10 % below; latency 10 % / 20 % above).")] = None,
@@ -271,7 +276,14 @@ def compare(
 ) -> None:
     """Each pair's variance, (current − baseline) / baseline, and its verdict; exits 1 on any fail
     or missing pair. A pair measured with a saturated end is inconclusive: shown, not judged."""
-    rows = compare_runs(db or default_db(), baseline, current, rules)
+    if simulated:
+        if current is not None or plan is None:
+            raise UsageError("--simulated compares one run with its simulation: give one run id and --plan")
+        rows = compare_simulated(db or default_db(), baseline, api.load_plan(plan), rules)
+    elif current is None:
+        raise UsageError("give two run ids (baseline, current), or one with --simulated --plan")
+    else:
+        rows = compare_runs(db or default_db(), baseline, current, rules)
     if as_json:
         print(json.dumps([r.model_dump() for r in rows], indent=1))
     else:

@@ -1,0 +1,65 @@
+"""Throughput of concurrent point-to-point transfers (iperf3 pairs, a custom pattern): each pair
+opens `connections` connections (TCP streams, QPs) that are routed like any other and share every
+cable direction max-min fairly; a pair's throughput is the sum of its connections'. This is what a
+benchmark round measures, so measured and simulated can be set side by side pair by pair.
+
+A connection's path can also be given (read from the fabric itself: the lab asks each switch's
+kernel which next hop a 5-tuple takes), instead of hashed here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from gpunet.errors import UsageError
+from gpunet.model.base import Frozen
+from gpunet.sim.engine import connection_key, nic_of
+from gpunet.sim.fabric import SimFabric
+from gpunet.sim.maxmin import Incidence, max_min_rates
+from gpunet.sim.routing import Path, Router, Routing
+
+Pair = tuple[str, str, int]  # source node, destination node, rail
+
+
+class PairRates(Frozen):
+    pairs: tuple[float, ...]  # Gb/s per pair (0: no path)
+    connections: tuple[tuple[float, ...], ...]  # Gb/s per connection of each pair
+    spine_share: float  # of the connections, the part whose path crosses a spine
+
+
+def pair_rates(fabric: SimFabric, pairs: Sequence[Pair], connections: int = 1, *, routing: Routing = "hash",
+               seed: int = 0, paths: Sequence[Sequence[Path | None]] | None = None) -> PairRates:
+    """Every pair at once; `paths[p][c]` (resources) replaces routing where given."""
+    router = Router(fabric, routing, seed)
+    index = {name: i for i, name in enumerate(fabric.nics)}
+    flows: list[int] = []
+    resources: list[int] = []
+    weights: list[float] = []
+    owner: list[tuple[int, int]] = []
+    crossing = 0
+    for p, (src_name, dst_name, rail) in enumerate(pairs):
+        for name in (src_name, dst_name):
+            if name not in fabric.nics:
+                raise UsageError(f"node {name!r} is not on plane {fabric.plane}")
+        src, dst = nic_of(fabric, src_name, rail), nic_of(fabric, dst_name, rail)
+        for c in range(connections):
+            given = paths[p][c] if paths is not None else None
+            path = given if given is not None else (
+                router.path(src, dst, connection_key(seed, (index[src.node], src.rail), (index[dst.node], dst.rail), c))
+                if src is not None and dst is not None else None)
+            owner.append((p, c))
+            for resource, weight in (path or {}).items():
+                flows.append(len(owner) - 1)
+                resources.append(resource)
+                weights.append(weight)
+            crossing += any(fabric.tier[r] == "leaf_spine" for r in path or {})
+    incidence = Incidence(np.asarray(flows, dtype=np.int64), np.asarray(resources, dtype=np.int64),
+                          np.asarray(weights), len(owner))
+    rates = max_min_rates(incidence, fabric.capacity) if owner else np.zeros(0)
+    rates[np.isinf(rates)] = 0.0  # a connection with no path carries nothing
+    per = [[0.0] * connections for _ in pairs]
+    for (p, c), rate in zip(owner, rates, strict=True):
+        per[p][c] = float(rate)
+    return PairRates(pairs=tuple(sum(r) for r in per), connections=tuple(tuple(r) for r in per),
+                     spine_share=crossing / len(owner) if owner else 0.0)
