@@ -27,10 +27,13 @@ class Incidence:
     flows: int
 
 
-def max_min_rates(incidence: Incidence, capacity: np.ndarray) -> np.ndarray:
+def max_min_rates(incidence: Incidence, capacity: np.ndarray, speed: np.ndarray | None = None) -> np.ndarray:
     """Each flow's max-min fair rate, in capacity's units. A flow crossing no resource of finite
-    capacity is unbounded (inf); one crossing a resource of capacity 0 gets 0."""
+    capacity is unbounded (inf); one crossing a resource of capacity 0 gets 0. With `speed` (per
+    flow), rates rise in proportion to it: weighted max-min, where flows that share a bottleneck
+    end with rates in the ratio of their speeds."""
     rate = np.zeros(incidence.flows)
+    pace = np.ones(incidence.flows) if speed is None else np.asarray(speed, dtype=np.float64)
     frozen = np.zeros(incidence.flows, dtype=bool)
     crossing = np.zeros(incidence.flows, dtype=bool)
     crossing[incidence.flow] = True
@@ -38,11 +41,12 @@ def max_min_rates(incidence: Incidence, capacity: np.ndarray) -> np.ndarray:
     remaining = capacity.astype(np.float64).copy()
     flow, resource, weight = incidence.flow, incidence.resource, incidence.weight
     while flow.size:
-        load = np.bincount(resource, weights=weight, minlength=remaining.size)
+        load = np.bincount(resource, weights=weight * pace[flow], minlength=remaining.size)
         used = load > 0
         step = float(np.min(remaining[used] / load[used]))
         step = max(step, 0.0)
-        rate[~frozen & crossing] += step
+        rising = ~frozen & crossing
+        rate[rising] += step * pace[rising]
         remaining -= step * load
         full = used & (remaining <= EPSILON * np.maximum(capacity, 1.0))
         newly = np.unique(flow[full[resource]])

@@ -30,7 +30,37 @@ class PairRates(Frozen):
 
 def pair_rates(fabric: SimFabric, pairs: Sequence[Pair], connections: int = 1, *, routing: Routing = "hash",
                seed: int = 0, paths: Sequence[Sequence[Path | None]] | None = None) -> PairRates:
-    """Every pair at once; `paths[p][c]` (resources) replaces routing where given."""
+    """Every pair at once, max-min fair; `paths[p][c]` (resources) replaces routing where given."""
+    incidence, owner, crossing = _incidence(fabric, pairs, connections, routing=routing, seed=seed, paths=paths)
+    rates = max_min_rates(incidence, fabric.capacity) if owner else np.zeros(0)
+    return _rates(pairs, connections, owner, rates, crossing)
+
+
+def tcp_pair_rates(fabric: SimFabric, pairs: Sequence[Pair], paths: Sequence[Sequence[Path]],
+                   ack_paths: Sequence[Sequence[Path]], *, queue_delay: np.ndarray, base_rtt: float) -> PairRates:
+    """As TCP (Reno-like, as cubic behaves where queues dwarf the path's own delay) shares: flows
+    on a bottleneck get rates in inverse proportion to their round-trip times, and a round trip is
+    the base RTT plus the delay of every full queue the data or its ACKs cross (`queue_delay`:
+    seconds per resource when full). Fixed point: rates, then which queues are full, then RTTs."""
+    connections = len(paths[0]) if paths else 1
+    incidence, owner, crossing = _incidence(fabric, pairs, connections, routing="hash", seed=0, paths=paths)
+    acks = [ack_paths[p][c] for p, c in owner]
+    rates = max_min_rates(incidence, fabric.capacity)
+    for _ in range(10):
+        load = np.bincount(incidence.resource, weights=incidence.weight * rates[incidence.flow],
+                           minlength=fabric.capacity.size)
+        full = np.where(load >= fabric.capacity * (1 - 1e-6), queue_delay, 0.0)
+        data = np.bincount(incidence.flow, weights=full[incidence.resource], minlength=len(owner))
+        rtt = base_rtt + data + np.asarray([sum(full[r] for r in path) for path in acks])
+        again = max_min_rates(incidence, fabric.capacity, speed=1.0 / rtt)
+        if np.allclose(again, rates, rtol=1e-6):
+            break
+        rates = again
+    return _rates(pairs, connections, owner, rates, crossing)
+
+
+def _incidence(fabric: SimFabric, pairs: Sequence[Pair], connections: int, *, routing: Routing, seed: int,
+               paths: Sequence[Sequence[Path | None]] | None) -> tuple[Incidence, list[tuple[int, int]], int]:
     router = Router(fabric, routing, seed)
     index = {name: i for i, name in enumerate(fabric.nics)}
     flows: list[int] = []
@@ -56,7 +86,11 @@ def pair_rates(fabric: SimFabric, pairs: Sequence[Pair], connections: int = 1, *
             crossing += any(fabric.tier[r] == "leaf_spine" for r in path or {})
     incidence = Incidence(np.asarray(flows, dtype=np.int64), np.asarray(resources, dtype=np.int64),
                           np.asarray(weights), len(owner))
-    rates = max_min_rates(incidence, fabric.capacity) if owner else np.zeros(0)
+    return incidence, owner, crossing
+
+
+def _rates(pairs: Sequence[Pair], connections: int, owner: list[tuple[int, int]], rates: np.ndarray,
+           crossing: int) -> PairRates:
     rates[np.isinf(rates)] = 0.0  # a connection with no path carries nothing
     per = [[0.0] * connections for _ in pairs]
     for (p, c), rate in zip(owner, rates, strict=True):
