@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -105,3 +106,11 @@ def test_oversubscribed_leaf_divides_cross_leaf_traffic(ratio: int, routing: Any
     assert abs(report.busbw - expected) / expected < 0.01
     stated = next(c for c in plan.capacity if c.plane == "compute").oversubscription["leaf"]
     assert abs(stated - down / up) < 0.01
+
+
+def test_weighted_filling_shares_a_bottleneck_by_speed() -> None:
+    """Two flows on one link at speeds 1 and 3 end at a quarter and three quarters of it; a third
+    flow alone on another link still fills it."""
+    incidence = Incidence(np.asarray([0, 1, 2]), np.asarray([0, 0, 1]), np.ones(3), 3)
+    rate = max_min_rates(incidence, np.asarray([100.0, 40.0]), speed=np.asarray([1.0, 3.0, 0.5]))
+    assert rate == pytest.approx([25.0, 75.0, 40.0])

@@ -28,12 +28,22 @@ class PairRates(Frozen):
     spine_share: float  # of the connections, the part whose path crosses a spine
 
 
-def pair_rates(fabric: SimFabric, pairs: Sequence[Pair], connections: int = 1, *, routing: Routing = "hash",
-               seed: int = 0, paths: Sequence[Sequence[Path | None]] | None = None) -> PairRates:
-    """Every pair at once, max-min fair; `paths[p][c]` (resources) replaces routing where given."""
-    incidence, owner, crossing = _incidence(fabric, pairs, connections, routing=routing, seed=seed, paths=paths)
+def pair_rates(fabric: SimFabric, pairs: Sequence[Pair], connections: int | Sequence[int] = 1, *,
+               routing: Routing = "hash", seed: int = 0,
+               paths: Sequence[Sequence[Path | None]] | None = None) -> PairRates:
+    """Every pair at once, max-min fair, with `connections` each (one count, or one per pair);
+    `paths[p][c]` (resources) replaces routing where given."""
+    counts = _counts(pairs, connections)
+    incidence, owner, crossing = _incidence(fabric, pairs, counts, routing=routing, seed=seed, paths=paths)
     rates = max_min_rates(incidence, fabric.capacity) if owner else np.zeros(0)
-    return _rates(pairs, connections, owner, rates, crossing)
+    return _rates(counts, owner, rates, crossing)
+
+
+def _counts(pairs: Sequence[Pair], connections: int | Sequence[int]) -> list[int]:
+    counts = [connections] * len(pairs) if isinstance(connections, int) else list(connections)
+    if len(counts) != len(pairs) or min(counts, default=1) < 1:
+        raise UsageError("give one connection count (1 or more), or one per pair")
+    return counts
 
 
 def tcp_pair_rates(fabric: SimFabric, pairs: Sequence[Pair], paths: Sequence[Sequence[Path]],
@@ -42,8 +52,8 @@ def tcp_pair_rates(fabric: SimFabric, pairs: Sequence[Pair], paths: Sequence[Seq
     on a bottleneck get rates in inverse proportion to their round-trip times, and a round trip is
     the base RTT plus the delay of every full queue the data or its ACKs cross (`queue_delay`:
     seconds per resource when full). Fixed point: rates, then which queues are full, then RTTs."""
-    connections = len(paths[0]) if paths else 1
-    incidence, owner, crossing = _incidence(fabric, pairs, connections, routing="hash", seed=0, paths=paths)
+    counts = [len(p) for p in paths]
+    incidence, owner, crossing = _incidence(fabric, pairs, counts, routing="hash", seed=0, paths=paths)
     acks = [ack_paths[p][c] for p, c in owner]
     rates = max_min_rates(incidence, fabric.capacity)
     for _ in range(10):
@@ -56,10 +66,10 @@ def tcp_pair_rates(fabric: SimFabric, pairs: Sequence[Pair], paths: Sequence[Seq
         if np.allclose(again, rates, rtol=1e-6):
             break
         rates = again
-    return _rates(pairs, connections, owner, rates, crossing)
+    return _rates(counts, owner, rates, crossing)
 
 
-def _incidence(fabric: SimFabric, pairs: Sequence[Pair], connections: int, *, routing: Routing, seed: int,
+def _incidence(fabric: SimFabric, pairs: Sequence[Pair], counts: list[int], *, routing: Routing, seed: int,
                paths: Sequence[Sequence[Path | None]] | None) -> tuple[Incidence, list[tuple[int, int]], int]:
     router = Router(fabric, routing, seed)
     index = {name: i for i, name in enumerate(fabric.nics)}
@@ -73,7 +83,7 @@ def _incidence(fabric: SimFabric, pairs: Sequence[Pair], connections: int, *, ro
             if name not in fabric.nics:
                 raise UsageError(f"node {name!r} is not on plane {fabric.plane}")
         src, dst = nic_of(fabric, src_name, rail), nic_of(fabric, dst_name, rail)
-        for c in range(connections):
+        for c in range(counts[p]):
             given = paths[p][c] if paths is not None else None
             path = given if given is not None else (
                 router.path(src, dst, connection_key(seed, (index[src.node], src.rail), (index[dst.node], dst.rail), c))
@@ -89,10 +99,9 @@ def _incidence(fabric: SimFabric, pairs: Sequence[Pair], connections: int, *, ro
     return incidence, owner, crossing
 
 
-def _rates(pairs: Sequence[Pair], connections: int, owner: list[tuple[int, int]], rates: np.ndarray,
-           crossing: int) -> PairRates:
+def _rates(counts: list[int], owner: list[tuple[int, int]], rates: np.ndarray, crossing: int) -> PairRates:
     rates[np.isinf(rates)] = 0.0  # a connection with no path carries nothing
-    per = [[0.0] * connections for _ in pairs]
+    per = [[0.0] * n for n in counts]
     for (p, c), rate in zip(owner, rates, strict=True):
         per[p][c] = float(rate)
     return PairRates(pairs=tuple(sum(r) for r in per), connections=tuple(tuple(r) for r in per),
