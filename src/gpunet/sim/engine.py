@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 
@@ -51,10 +50,6 @@ class Run:
     limits: NodeLimits
     seed: int
 
-    @cached_property
-    def spine_cables(self) -> frozenset[int]:
-        return frozenset(r for r, tier in enumerate(self.fabric.tier) if tier == "leaf_spine")
-
 
 def run_phases(run: Run, pattern: Pattern) -> list[PhaseResult]:
     capacity = run.limits.capped(run.fabric, run.job.nodes)
@@ -83,6 +78,7 @@ def connection_key(seed: int, src: tuple[int, int], dst: tuple[int, int], connec
 
 def _phase(run: Run, phase: Phase, capacity: np.ndarray) -> PhaseResult:
     fabric, job, connections = run.fabric, run.job, run.connections
+    spine = fabric.spine_cables()
     flows: list[int] = []
     resources: list[int] = []
     weights: list[float] = []
@@ -110,7 +106,7 @@ def _phase(run: Run, phase: Phase, capacity: np.ndarray) -> PhaseResult:
                 resources.append(resource)
                 weights.append(weight)
             network_bytes += send.fraction / connections
-            crossing = sum(w for r, w in path.items() if r in run.spine_cables) / 2  # up and down
+            crossing = sum(w for r, w in path.items() if r in spine) / 2  # up and down
             spine_bytes += min(1.0, crossing) * send.fraction / connections
     incidence = Incidence(np.asarray(flows, dtype=np.int64), np.asarray(resources, dtype=np.int64),
                           np.asarray(weights, dtype=np.float64), len(fractions))

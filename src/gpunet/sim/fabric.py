@@ -8,7 +8,7 @@ is down is gone from its node; a switch that is down takes every cable of it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -44,27 +44,52 @@ class SimFabric:
     down: tuple[str, ...] = ()
     gpus: dict[str, int] = field(default_factory=dict)
     gpu_model: dict[str, str | None] = field(default_factory=dict)
+    # Built once when first asked, shared by the what-if copies (the cables do not change)
+    indexes: dict[str, object] = field(default_factory=dict)
 
     def with_down(self, names: Sequence[str]) -> SimFabric:
         """The same fabric with more switches or cables down (the plan is not read again: a what-if
         on a 100k-GPU plane costs a pass over its cables, not a new fabric)."""
         if not names:
             return self
-        gone_switches, gone_cables = resolve_down(self.links, self.switch_tier, names)
+        gone_switches, gone_cables = resolve_down(self.cable_ends(), self.switch_tier, names)
         capacity = self.capacity.copy()
+        touched = set(gone_switches)
         for i in gone_cables:
             capacity[2 * i:2 * i + 2] = 0.0
+            touched |= {self.links[i].a.device, self.links[i].b.device}
         if gone_switches:
             for i, link in enumerate(self.links):
                 if link.a.device in gone_switches or link.b.device in gone_switches:
                     capacity[2 * i:2 * i + 2] = 0.0
-        neighbours = {s: [(r, n) for r, n in hops if capacity[r] > 0] for s, hops in self.neighbours.items()
-                      if s not in gone_switches}
+                    touched |= {link.a.device, link.b.device}
+        neighbours = dict(self.neighbours)  # only the switches at a lost cable change
+        for switch in touched & neighbours.keys():
+            neighbours[switch] = [(r, n) for r, n in neighbours[switch] if capacity[r] > 0]
+        for switch in gone_switches:
+            neighbours.pop(switch, None)
         return replace(self, capacity=capacity, neighbours=neighbours, down=(*self.down, *names))
 
     @property
     def nodes(self) -> list[str]:
         return list(self.nics)
+
+    def cable_ends(self) -> dict[tuple[str, str], int]:
+        """(device, port) -> the cable it ends, for every cable end of the plane."""
+        if "ends" not in self.indexes:
+            self.indexes["ends"] = {end: i for i, link in enumerate(self.links)
+                                    for end in ((link.a.device, link.a.port), (link.b.device, link.b.port))}
+        found = self.indexes["ends"]
+        assert isinstance(found, dict)
+        return found
+
+    def spine_cables(self) -> frozenset[int]:
+        """Resources on leaf-spine cables (a byte on one has crossed into the spines)."""
+        if "spine" not in self.indexes:
+            self.indexes["spine"] = frozenset(r for r, tier in enumerate(self.tier) if tier == "leaf_spine")
+        found = self.indexes["spine"]
+        assert isinstance(found, frozenset)
+        return found
 
     def ends(self, resource: int) -> tuple[str, str]:
         """(from device:port, to device:port) of a cable direction."""
@@ -137,33 +162,33 @@ def _add_cable(fabric: SimFabric, i: int, link: Link, *, switches: dict[str, str
                 Nic(end.device, end.port, rail, link.gbps, up, down, peer.device))
 
 
-def resolve_down(links: Iterable[Link], switches: dict[str, str], names: Sequence[str]) -> tuple[set[str], set[int]]:
-    """Switch names and cable positions that `names` take down; an unknown name is a UsageError
-    that shows what names look like."""
-    by_end: dict[str, int] = {}
-    pairs: dict[frozenset[str], int] = {}
-    for i, link in enumerate(links):
-        a, b = f"{link.a.device}:{link.a.port}", f"{link.b.device}:{link.b.port}"
-        by_end[a], by_end[b] = i, i
-        pairs[frozenset((a, b))] = i
+def resolve_down(ends: dict[tuple[str, str], int], switches: dict[str, str],
+                 names: Sequence[str]) -> tuple[set[str], set[int]]:
+    """Switch names and cable positions that `names` take down (a switch; a cable by one end
+    `device:port`, or both ends, space or `<->` between); an unknown name is a UsageError that shows
+    what names look like."""
     gone_switches: set[str] = set()
     gone_cables: set[int] = set()
     for name in names:
-        text = name.replace("<->", " ").split()
-        if len(text) == 1 and text[0] in switches:
-            gone_switches.add(text[0])
-        elif len(text) == 1 and text[0] in by_end:
-            gone_cables.add(by_end[text[0]])
-        elif len(text) == 2 and frozenset(text) in pairs:
-            gone_cables.add(pairs[frozenset(text)])
+        words = name.replace("<->", " ").split()
+        cables = {_cable_at(ends, word) for word in words}
+        if len(words) == 1 and words[0] in switches:
+            gone_switches.add(words[0])
+        elif len(words) in (1, 2) and len(cables) == 1 and (cable := cables.pop()) is not None:
+            gone_cables.add(cable)
         else:
-            raise UsageError(_unknown_element(name, switches, next(iter(pairs), frozenset())))
+            raise UsageError(_unknown_element(name, switches, next(iter(ends), ("", ""))))
     return gone_switches, gone_cables
 
 
-def _unknown_element(name: str, switches: dict[str, str], cable: frozenset[str]) -> str:
+def _cable_at(ends: dict[tuple[str, str], int], word: str) -> int | None:
+    device, _, port = word.rpartition(":")
+    return ends.get((device, port)) if device else None
+
+
+def _unknown_element(name: str, switches: dict[str, str], end: tuple[str, str]) -> str:
     examples = {tier: next((s for s, t in switches.items() if t == tier), None) for tier in ("leaf", "spine", "core")}
     shown = ", ".join(s for s in examples.values() if s)
-    ends = " ".join(sorted(cable))
+    ends = ":".join(end)
     return (f"no switch or cable {name!r} on this plane; name a switch ({shown}, ... of {len(switches)}), "
             f"or a cable by one end or both as cabling.csv has them ({ends})")
