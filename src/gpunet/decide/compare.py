@@ -40,7 +40,8 @@ def compare(plans: Sequence[tuple[str, Plan]], catalog: Catalog | None = None,
     """Two or more named plans compared; costs and power only with a catalog; the reference job's
     simulated busbw unless `reference` is None."""
     designs = tuple(design_figures(name, plan, catalog) for name, plan in plans)
-    references = tuple(reference_busbw(plan, reference) for _, plan in plans) if reference is not None else ()
+    references = tuple(reference_busbw(plan, reference, [p.failures for p in figures.planes])
+                       for (_, plan), figures in zip(plans, designs, strict=True)) if reference is not None else ()
     rows = [*_cluster_rows(designs, catalog), *_reference_rows(references)]
     for plane in dict.fromkeys(p.plane for d in designs for p in d.planes):
         rows += _plane_rows(plane, [d.plane(plane) for d in designs], catalog)

@@ -8,9 +8,11 @@ analysis (decide/failures.py), each simulated down; the one that slows the job m
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import Field
 
-from gpunet.decide.failures import plan_failures
+from gpunet.decide.failures import PlaneFailures, plan_failures
 from gpunet.model.base import Frozen, bulk_objects
 from gpunet.model.plan import Plan
 from gpunet.sim.fabric import default_plane, read_fabric
@@ -40,9 +42,11 @@ class ReferenceResult(Frozen):
     worst_element: str | None
 
 
-def reference_busbw(plan: Plan, job: ReferenceJob | None = None) -> ReferenceResult | None:
+def reference_busbw(plan: Plan, job: ReferenceJob | None = None,
+                    failures: Sequence[PlaneFailures] | None = None) -> ReferenceResult | None:
     """The reference job on the plan, healthy and after the worst failure; None when the plan has
-    no switched plane or no node on it."""
+    no switched plane or no node on it. `failures`: the plan's failure analysis where the caller has
+    it already (compare does; at 100k GPUs it costs seconds)."""
     job = job or ReferenceJob()
     if not plan.capacity:
         return None
@@ -54,9 +58,10 @@ def reference_busbw(plan: Plan, job: ReferenceJob | None = None) -> ReferenceRes
             return None
         nodes = gpus[:job.nodes]
         healthy = simulate_on(fabric, nodes, job.options, "healthy")
-        failures = next((f for f in plan_failures(plan) if f.plane == plane), None)
+        analysis = next((f for f in (failures if failures is not None else plan_failures(plan)) if f.plane == plane),
+                        None)
         worst = [(simulate_on(fabric.with_down([i.name]), nodes, job.options, i.name).busbw, i.name)
-                 for i in (failures.impacts if failures else ())]
+                 for i in (analysis.impacts if analysis else ())]
     slowest = min(worst, default=None)
     return ReferenceResult(plane=plane, job=job.text, nodes=len(nodes), busbw=healthy.busbw,
                            vs_nonblocking=healthy.vs_nonblocking, worst_busbw=slowest[0] if slowest else None,
