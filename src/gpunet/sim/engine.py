@@ -35,8 +35,6 @@ class PhaseResult:
     network_bytes: float = 0.0
     disconnected: int = 0
     bottlenecks: list[Bottleneck] = field(default_factory=list)
-    rates: np.ndarray = field(default_factory=lambda: np.zeros(0))  # Gb/s per connection, in send order
-    owners: list[int] = field(default_factory=list)  # send index per connection
 
 
 @dataclass(frozen=True)
@@ -76,50 +74,66 @@ def connection_key(seed: int, src: tuple[int, int], dst: tuple[int, int], connec
     return mix(mix(mix(seed) ^ (src[0] << 24) ^ src[1]) ^ (dst[0] << 24) ^ (dst[1] << 8) ^ connection)
 
 
-def _phase(run: Run, phase: Phase, capacity: np.ndarray) -> PhaseResult:
-    fabric, job, connections = run.fabric, run.job, run.connections
-    spine = fabric.spine_cables()
-    flows: list[int] = []
-    resources: list[int] = []
-    weights: list[float] = []
-    fractions: list[float] = []
-    owners: list[int] = []
-    spine_bytes = network_bytes = 0.0
-    disconnected = 0
+@dataclass
+class _Routed:
+    """A phase's connections on their paths: the incidence, each one's fraction of S, and totals."""
+
+    flows: list[int] = field(default_factory=list)
+    resources: list[int] = field(default_factory=list)
+    weights: list[float] = field(default_factory=list)
+    fractions: list[float] = field(default_factory=list)
+    spine_bytes: float = 0.0
+    network_bytes: float = 0.0
+    disconnected: int = 0
+
+    def add(self, path: Path, fraction: float, spine: frozenset[int]) -> None:
+        flow = len(self.fractions)
+        self.fractions.append(fraction)
+        for resource, weight in path.items():
+            self.flows.append(flow)
+            self.resources.append(resource)
+            self.weights.append(weight)
+        self.network_bytes += fraction
+        crossing = sum(w for r, w in path.items() if r in spine) / 2  # up and down
+        self.spine_bytes += min(1.0, crossing) * fraction
+
+    def incidence(self) -> Incidence:
+        return Incidence(np.asarray(self.flows, dtype=np.int64), np.asarray(self.resources, dtype=np.int64),
+                         np.asarray(self.weights, dtype=np.float64), len(self.fractions))
+
+
+def _route(run: Run, phase: Phase) -> _Routed:
+    """Every connection of every transfer on its path (or counted as disconnected)."""
+    fabric, routed, spine = run.fabric, _Routed(), run.fabric.spine_cables()
     index = {name: i for i, name in enumerate(fabric.nics)}
-    for number, send in enumerate(phase.sends):
-        src = nic_of(fabric, job.nodes[send.src], send.src_rail)
-        dst = nic_of(fabric, job.nodes[send.dst], send.dst_rail)
-        for c in range(connections):
+    for send in phase.sends:
+        src = nic_of(fabric, run.job.nodes[send.src], send.src_rail)
+        dst = nic_of(fabric, run.job.nodes[send.dst], send.dst_rail)
+        for c in range(run.connections):
             path = None
             if src is not None and dst is not None:
                 key = connection_key(run.seed, (index[src.node], src.rail), (index[dst.node], dst.rail), c)
                 path = run.route(src, dst, key)
             if path is None:
-                disconnected += 1
-                continue
-            flow = len(fractions)
-            fractions.append(send.fraction / connections)
-            owners.append(number)
-            for resource, weight in path.items():
-                flows.append(flow)
-                resources.append(resource)
-                weights.append(weight)
-            network_bytes += send.fraction / connections
-            crossing = sum(w for r, w in path.items() if r in spine) / 2  # up and down
-            spine_bytes += min(1.0, crossing) * send.fraction / connections
-    incidence = Incidence(np.asarray(flows, dtype=np.int64), np.asarray(resources, dtype=np.int64),
-                          np.asarray(weights, dtype=np.float64), len(fractions))
-    rates = max_min_rates(incidence, capacity) if fractions else np.zeros(0)
-    frac = np.asarray(fractions)
-    network_spb = float(np.max(frac * 8 / (rates * 1e9))) if fractions else 0.0
+                routed.disconnected += 1
+            else:
+                routed.add(path, send.fraction / run.connections, spine)
+    return routed
+
+
+def _phase(run: Run, phase: Phase, capacity: np.ndarray) -> PhaseResult:
+    routed = _route(run, phase)
+    incidence = routed.incidence()
+    rates = max_min_rates(incidence, capacity) if routed.fractions else np.zeros(0)
+    frac = np.asarray(routed.fractions)
+    network_spb = float(np.max(frac * 8 / (rates * 1e9))) if routed.fractions else 0.0
     local_spb = run.limits.local_seconds_per_byte(phase.local)
     result = PhaseResult(phase.steps, phase.latency_us, max(network_spb, local_spb), network_spb, local_spb,
-                         spine_bytes, network_bytes, disconnected, rates=rates, owners=owners)
-    if disconnected:
+                         routed.spine_bytes, routed.network_bytes, routed.disconnected)
+    if routed.disconnected:
         result.seconds_per_byte = float("inf")
-    elif fractions and network_spb >= local_spb:
-        result.bottlenecks = _bottlenecks(fabric, incidence, capacity, rates, fractions=frac, slowest=network_spb)
+    elif routed.fractions and network_spb >= local_spb:
+        result.bottlenecks = _bottlenecks(run.fabric, incidence, capacity, rates, fractions=frac, slowest=network_spb)
     return result
 
 
