@@ -60,7 +60,8 @@ def reference_busbw(plan: Plan, job: ReferenceJob | None = None,
         healthy = simulate_on(fabric, nodes, job.options, "healthy")
         analysis = next((f for f in (failures if failures is not None else plan_failures(plan)) if f.plane == plane),
                         None)
-        worst = [(simulate_on(fabric.with_down([i.name]), nodes, job.options, i.name).busbw, i.name)
+        worst = [(simulate_on(fabric.with_down([i.name]), nodes, job.options, i.name, against_nonblocking=False).busbw,
+                  i.name)
                  for i in (analysis.impacts if analysis else ())]
     slowest = min(worst, default=None)
     return ReferenceResult(plane=plane, job=job.text, nodes=len(nodes), busbw=healthy.busbw,

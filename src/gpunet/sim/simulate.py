@@ -99,23 +99,27 @@ def simulate(plan: Plan, nodes: Sequence[str] | None = None, options: SimOptions
         return simulate_on(fabric, nodes, options, scenario)
 
 
-def simulate_on(fabric: SimFabric, nodes: Sequence[str] | None, options: SimOptions, scenario: str) -> SimReport:
+def simulate_on(fabric: SimFabric, nodes: Sequence[str] | None, options: SimOptions, scenario: str, *,
+                against_nonblocking: bool = True) -> SimReport:
+    """`simulate` on a fabric already read; without `against_nonblocking` the non-blocking
+    reference is left out (what-ifs that only need the busbw)."""
     job = make_job(fabric, job_nodes(fabric, nodes, options))
     shape = make_pattern(job, options)
     limits = NodeLimits.of(fabric, job.nodes, options.nvlink_gbps, options.pcie_gbps)
     router = Router(fabric, options.routing, options.seed)
     results = run_phases(Run(fabric, job, router.path, options.connections, limits, options.seed), shape)
-    ideal = run_phases(Run(fabric, job, nonblocking, options.connections, limits, options.seed), shape)
+    ideal = run_phases(Run(fabric, job, nonblocking, options.connections, limits, options.seed), shape) \
+        if against_nonblocking else None
     return _report(Run(fabric, job, router.path, options.connections, limits, options.seed), shape, options,
                    scenario=scenario, results=results, ideal=ideal)
 
 
 def _report(run: Run, shape: Pattern, options: SimOptions, *, scenario: str, results: list[PhaseResult],
-            ideal: list[PhaseResult]) -> SimReport:
+            ideal: list[PhaseResult] | None) -> SimReport:
     fabric, job, limits = run.fabric, run.job, run.limits
     rows = tuple(_row(results, size, shape.bus_factor) for size in sorted(options.sizes))
     largest = max(options.sizes)
-    ideal_bus = _row(ideal, largest, shape.bus_factor).busbw
+    ideal_bus = _row(ideal, largest, shape.bus_factor).busbw if ideal is not None else None
     network = sum(r.network_bytes for r in results)
     return SimReport(
         scenario=scenario, plane=fabric.plane, collective=shape.collective, algorithm=shape.algorithm,
