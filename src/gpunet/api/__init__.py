@@ -10,6 +10,7 @@
     fabric   every cable from LLDP or ibnetdiscover; localize the cable to replace
     monitor  the Prometheus exporter
     report   one self-contained HTML page of the Plan and the results, the fabric drawn
+    sim      a collective's predicted time on the Plan's cables, what-ifs; the nodes to give a job
 
 The CLI imports only these (and gpunet.errors, gpunet.model): a test holds it to that. A family
 is imported when first named (`from gpunet.api import bench`), so a command pays only for its own.
@@ -21,7 +22,7 @@ from importlib import import_module
 from types import ModuleType
 from typing import Any
 
-FAMILIES = ("plans", "compare", "lab", "fleet", "doctor", "apply", "bench", "fabric", "monitor", "report")
+FAMILIES = ("plans", "compare", "lab", "fleet", "doctor", "apply", "bench", "fabric", "monitor", "report", "sim")
 # The entry points most library callers start from, each from the family that owns it.
 SHORTCUTS = {name: "plans" for name in ("design_spec", "load_plan", "management_addresses", "plan_into", "plan_spec",
                                         "render_plan", "validate_spec", "write_plan")}

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpunet.bench import PATTERNS, bench_nodes, pattern_rounds
-from gpunet.bench.compare import FAILING, Comparison, compare_runs
+from gpunet.bench.compare import FAILING, Comparison, compare_runs, compare_simulated
 from gpunet.bench.heatmap import cells_of, percent_matrix, write_png
 from gpunet.bench.launch import TOOLS, NcclJob, pick_launcher
 from gpunet.bench.run import BenchSetup, run_nccl, run_rounds
@@ -35,8 +35,8 @@ from gpunet.reach import Reach
 from gpunet.spec.plan import plan_of
 
 __all__ = ["FAILING", "PATTERNS", "TOOLS", "BenchRun", "CellColumns", "Comparison", "Measurement", "Progress",
-           "RunInfo", "RunSummary", "cells_of", "compare_runs", "default_db", "detach", "heat_map", "history",
-           "load_cells", "load_run", "percent_matrix", "run", "run_info", "worst"]
+           "RunInfo", "RunSummary", "cells_of", "compare", "compare_runs", "default_db", "detach", "heat_map",
+           "history", "load_cells", "load_run", "percent_matrix", "run", "run_info", "worst"]
 
 Progress = Callable[[int, int, str], None]  # rounds done, rounds in all, what is being measured
 
@@ -118,6 +118,19 @@ def _without_detach(argv: list[str]) -> list[str]:
         elif not arg.startswith("--detach=") and arg != "--json":
             kept.append(arg)
     return kept
+
+
+def compare(db: Path, baseline: int, current: int | None, *, rules: Path | None = None, simulated: bool = False,
+            plan: Path | None = None) -> list[Comparison]:
+    """Each pair of `current` against `baseline`, or with `simulated` one run against the simulation
+    of its own pairs (the plan it measured given)."""
+    if simulated:
+        if current is not None or plan is None:
+            raise UsageError("--simulated compares one run with its simulation: give one run id and --plan")
+        return compare_simulated(db, baseline, plan_of(plan), rules)
+    if current is None:
+        raise UsageError("give two run ids (baseline, current), or one with --simulated --plan")
+    return compare_runs(db, baseline, current, rules)
 
 
 def heat_map(db: Path, run_id: int, cells: CellColumns, png: Path) -> None:

@@ -27,7 +27,6 @@ from gpunet.api.bench import (
     Comparison,
     Measurement,
     cells_of,
-    compare_runs,
     default_db,
     history,
     load_cells,
@@ -251,8 +250,12 @@ def show(
 @app.command(name="compare")
 @handles_errors
 def compare(
-    baseline: Annotated[int, typer.Argument(help="Baseline run id.")],
-    current: Annotated[int, typer.Argument(help="Run id to judge against the baseline.")],
+    baseline: Annotated[int, typer.Argument(help="Baseline run id (with --simulated: the measured run).")],
+    current: Annotated[int | None, typer.Argument(help="Run id to judge against the baseline.")] = None,
+    simulated: Annotated[bool, typer.Option("--simulated", help="Judge the run against the simulation of its own "
+                                                                "pairs, round by round (needs --plan: the plan the "
+                                                                "run measured, a lab's own for a lab run).")] = False,
+    plan: PlanOpt = None,
     db: DbOpt = None,
     rules: Annotated[Path | None, typer.Option("--rules", help="YAML rules (default: warn 5 % below the "
                                                "baseline, fail 10 % below; latency 10 % / 20 % above).")] = None,
@@ -260,7 +263,7 @@ def compare(
 ) -> None:
     """Each pair's variance, (current − baseline) / baseline, and its verdict; exits 1 on any fail
     or missing pair. A pair measured with a saturated end is inconclusive: shown, not judged."""
-    rows = compare_runs(db or default_db(), baseline, current, rules)
+    rows = bench.compare(db or default_db(), baseline, current, rules=rules, simulated=simulated, plan=plan)
     if as_json:
         print(json.dumps([r.model_dump() for r in rows], indent=1))
     else:

@@ -23,6 +23,7 @@ from gpunet.api.compare import (
     money,
     per_gpu,
     power,
+    reference_job,
     render_markdown,
 )
 from gpunet.cli.console import cell, print_table, stderr, stdout
@@ -50,13 +51,21 @@ def compare(
     example_catalog: Annotated[bool, typer.Option(
         "--example-catalog", callback=_example_catalog, is_eager=True,
         help="Print the shipped catalog (placeholder numbers, not prices) to start one from, and exit.")] = False,
+    reference_collective: Annotated[str, typer.Option(help="The reference job whose simulated busbw each design "
+                                                           "shows (as gpunet sim).")] = "all_reduce",
+    reference_size: Annotated[str, typer.Option(help="The reference job's message size.")] = "8G",
+    reference_nodes: Annotated[int, typer.Option(min=2, max=100_000, help="The reference job's nodes: the "
+                                                                          "plane's first GPU nodes by name.")] = 256,
+    no_reference: Annotated[bool, typer.Option("--no-reference", help="Leave the reference job out.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Designs side by side per plane: what they are built of, cost and draw, carry, how far they grow
     and what one failure takes away; the rows that differ highlighted."""
     del example_catalog
-    with stderr.status("designing and comparing…", spinner="dots"):
-        result = compare_designs(designs, catalog)
+    job = None if no_reference else reference_job(reference_collective, reference_size, reference_nodes)
+    with stderr.status("designing, simulating and comparing…" if job else "designing and comparing…",
+                       spinner="dots"):
+        result = compare_designs(designs, catalog, job)
     if as_json:
         print(json.dumps(result.model_dump(mode="json"), indent=1))
     elif markdown:

@@ -35,13 +35,14 @@ LAZY: dict[str, tuple[str, str]] = {
     "localize": ("gpunet.cli.localize", "localize"), "doctor": ("gpunet.cli.doctor", "doctor"),
     "probe": ("gpunet.cli.doctor", "probe"), "exporter": ("gpunet.cli.exporter", "exporter"),
     "compare": ("gpunet.cli.compare", "compare"), "report": ("gpunet.cli.report", "report"),
+    "sim": ("gpunet.cli.sim", "sim"), "place": ("gpunet.cli.place", "place_job"),
 }
 # the render targets, written out so `--help` need not import the renderers (a test holds it to them)
 TARGETS_HELP = ("netplan, networkmanager, sysctl, nftables, firewalld, sshd, hosts, nccl, ntp, roce_qos, ssh_config, "
                 "slurm, ansible, clustershell, prometheus, grafana, frr, sonic, nvue")
 
-ORDER = ("validate", "plan", "compare", "render", "flows", "examples", "init", "lab", "ibsim", "fleet", "apply",
-         "doctor", "probe", "bench", "cabling", "localize", "report", "exporter")
+ORDER = ("validate", "plan", "compare", "sim", "place", "render", "flows", "examples", "init", "lab", "ibsim", "fleet",
+         "apply", "doctor", "probe", "bench", "cabling", "localize", "report", "exporter")
 
 
 class LazyGroup(TyperGroup):

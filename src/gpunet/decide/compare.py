@@ -12,10 +12,12 @@ from gpunet.decide.catalog import Catalog
 from gpunet.decide.cost import Totals
 from gpunet.decide.failures import FailureImpact
 from gpunet.decide.figures import DesignFigures, PlaneFigures, design_figures
+from gpunet.decide.reference import ReferenceJob, ReferenceResult, reference_busbw
 from gpunet.model.base import Frozen
 from gpunet.model.plan import Plan
 
 ELEMENTS = ("leaf", "spine", "core", "cable")
+DEFAULT_REFERENCE = ReferenceJob()
 
 
 class Row(Frozen):
@@ -27,19 +29,37 @@ class Row(Frozen):
 
 class Comparison(Frozen):
     designs: tuple[DesignFigures, ...]
+    references: tuple[ReferenceResult | None, ...] = ()  # the reference job per design (None: not simulated)
     rows: tuple[Row, ...]
     currency: str | None  # None without a catalog
     placeholder: bool  # the catalog's numbers are placeholders, not prices
 
 
-def compare(plans: Sequence[tuple[str, Plan]], catalog: Catalog | None = None) -> Comparison:
-    """Two or more named plans compared; costs and power only with a catalog."""
+def compare(plans: Sequence[tuple[str, Plan]], catalog: Catalog | None = None,
+            reference: ReferenceJob | None = DEFAULT_REFERENCE) -> Comparison:
+    """Two or more named plans compared; costs and power only with a catalog; the reference job's
+    simulated busbw unless `reference` is None."""
     designs = tuple(design_figures(name, plan, catalog) for name, plan in plans)
-    rows = [*_cluster_rows(designs, catalog)]
+    references = tuple(reference_busbw(plan, reference, [p.failures for p in figures.planes])
+                       for (_, plan), figures in zip(plans, designs, strict=True)) if reference is not None else ()
+    rows = [*_cluster_rows(designs, catalog), *_reference_rows(references)]
     for plane in dict.fromkeys(p.plane for d in designs for p in d.planes):
         rows += _plane_rows(plane, [d.plane(plane) for d in designs], catalog)
-    return Comparison(designs=designs, rows=tuple(rows), currency=catalog.currency if catalog else None,
-                      placeholder=bool(catalog and catalog.placeholder))
+    return Comparison(designs=designs, references=references, rows=tuple(rows),
+                      currency=catalog.currency if catalog else None, placeholder=bool(catalog and catalog.placeholder))
+
+
+def _reference_rows(references: Sequence[ReferenceResult | None]) -> list[Row]:
+    """The reference job's busbw (simulated: gpunet sim), healthy and after the worst failure."""
+    known = [r for r in references if r is not None]
+    if not known:
+        return []
+    title = f"{known[0].job} busbw, simulated"
+    healthy = [f"{r.busbw:,.1f} GB/s on {r.nodes} nodes ({r.plane}) · {r.vs_nonblocking or 0:.0%} of "
+               "non-blocking" if r else "-" for r in references]
+    failed = [f"{r.worst_busbw:,.1f} GB/s ({r.worst_element} down)" if r and r.worst_element else "-"
+              for r in references]
+    return [_row("cluster", title, healthy), _row("cluster", "… after the worst failure", failed)]
 
 
 def _row(section: str, metric: str, values: Sequence[str]) -> Row:

@@ -65,7 +65,9 @@ def _ssh_config(plan: Plan) -> dict[str, str]:
 
 def _slurm(plan: Plan) -> dict[str, str]:
     network = slurm.render_network_conf(plan)
-    return {slurm.TOPOLOGY_PATH: slurm.render_topology_conf(plan)} | ({slurm.NETWORK_PATH: network} if network else {})
+    topology = {slurm.TOPOLOGY_PATH: slurm.render_topology_conf(plan),
+                slurm.TOPOLOGY_YAML_PATH: slurm.render_topology_yaml(plan)}
+    return topology | ({slurm.NETWORK_PATH: network} if network else {})
 
 
 def _ansible(plan: Plan) -> dict[str, str]:
