@@ -4,7 +4,9 @@ variant per server index so eight servers take eight different variants at once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from ipaddress import ip_interface, ip_network
 from typing import Any
 
 import yaml
@@ -24,8 +26,11 @@ def _netplan(files: Files, edit: Callable[[dict[str, Any]], None]) -> Files:
 
 
 def wrong_gateway(v: int) -> Callable[[Files], Files]:
+    """A default route via an address of the node's own management subnet that nothing answers at
+    (on-link, so `ip` takes it and only verification can tell; whatever block the lab was given)."""
     def edit(eth: dict[str, Any]) -> None:
-        eth[MGMT]["routes"] = [{"to": "default", "via": f"198.18.0.{240 + v}"}]
+        subnet = ip_interface(eth[MGMT]["addresses"][0]).network
+        eth[MGMT]["routes"] = [{"to": "default", "via": str(subnet.network_address + 240 + v)}]
     return lambda files: _netplan(files, edit)
 
 
@@ -55,22 +60,31 @@ def mtu_mismatch(v: int) -> Callable[[Files], Files]:
     return lambda files: _netplan(files, edit)
 
 
+# {admin}: the admin range as the node's ruleset names it (its lab block's); {next}: the same range one
+# /24 on, {half}: 128 addresses on (neither holds the host that logs in).
 SSH_RULE_EDITS = (
     ("tcp dport 22 accept", "tcp dport 22 drop"),
     ("tcp dport 22 accept", "tcp dport 22 reject"),
-    ("ip saddr 198.18.0.0/30 tcp dport 22", "ip saddr 198.18.1.0/30 tcp dport 22"),
-    ('iifname "eth0" ip saddr 198.18.0.0/30 tcp dport 22', 'iifname "ens1" ip saddr 198.18.0.0/30 tcp dport 22'),
+    ("ip saddr {admin} tcp dport 22", "ip saddr {next} tcp dport 22"),
+    ('iifname "eth0" ip saddr {admin} tcp dport 22', 'iifname "ens1" ip saddr {admin} tcp dport 22'),
     ("tcp dport 22 accept", "tcp dport 2222 accept"),
     ("ct state established,related accept", "tcp dport 22 drop\n\t\tct state established,related accept"),
     ("tcp dport 22 accept", "tcp dport 22 counter drop"),
-    ("ip saddr 198.18.0.0/30 tcp dport 22", "ip saddr 198.18.0.128/30 tcp dport 22"),
+    ("ip saddr {admin} tcp dport 22", "ip saddr {half} tcp dport 22"),
 )
+ADMIN_RULE = re.compile(r"ip saddr (\d+\.\d+\.\d+\.\d+/\d+) tcp dport 22")
+
+
+def _ranges(ruleset: str) -> dict[str, str]:
+    admin = ip_network(ADMIN_RULE.search(ruleset).group(1))  # type: ignore[union-attr]
+    moved = {name: ip_network((int(admin.network_address) + step, admin.prefixlen)) for name, step in
+             (("next", 256), ("half", 128))}
+    return {"admin": str(admin)} | {name: str(net) for name, net in moved.items()}
 
 
 def firewall_drops_ssh(v: int) -> Callable[[Files], Files]:
-    old, new = SSH_RULE_EDITS[v]
-
     def change(files: Files) -> Files:
+        old, new = (text.format(**_ranges(files[NFT_PATH])) for text in SSH_RULE_EDITS[v])
         assert old in files[NFT_PATH], old
         return files | {NFT_PATH: files[NFT_PATH].replace(old, new, 1)}
     return change
@@ -88,17 +102,24 @@ def sshd_refuses_admin_key(v: int) -> Callable[[Files], Files]:
     return lambda files: files | {SSHD_PATH: f"{line}\n" + files[SSHD_PATH].replace("PubkeyAuthentication yes\n", "")}
 
 
+# Routes into the management subnet M (its network address + host index / prefix), via the data
+# subnet D (+ host index) or of a blocking type: the lab host that logs in sits in M.
 BLACKHOLES = (
-    {"to": "198.18.0.0/25", "via": "198.18.1.254"}, {"to": "198.18.0.1/32", "via": "198.18.1.254"},
-    {"to": "198.18.0.0/26", "type": "blackhole"}, {"to": "198.18.0.0/28", "via": "198.18.1.253"},
-    {"to": "198.18.0.1/32", "type": "unreachable"}, {"to": "198.18.0.0/30", "via": "198.18.1.250"},
-    {"to": "198.18.0.0/25", "type": "prohibit"}, {"to": "198.18.0.0/27", "via": "198.18.1.251"},
+    {"to": (0, 25), "via": 254}, {"to": (1, 32), "via": 254}, {"to": (0, 26), "type": "blackhole"},
+    {"to": (0, 28), "via": 253}, {"to": (1, 32), "type": "unreachable"}, {"to": (0, 30), "via": 250},
+    {"to": (0, 25), "type": "prohibit"}, {"to": (0, 27), "via": 251},
 )
 
 
 def data_route_blackholes_management(v: int) -> Callable[[Files], Files]:
     def edit(eth: dict[str, Any]) -> None:
-        eth[DATA].setdefault("routes", []).append(dict(BLACKHOLES[v]))
+        management = ip_interface(eth[MGMT]["addresses"][0]).network.network_address
+        data = ip_interface(eth[DATA]["addresses"][0]).network.network_address
+        shape = BLACKHOLES[v]
+        index, prefix = shape["to"]  # type: ignore[misc]
+        route: dict[str, str] = {"to": f"{management + index}/{prefix}"}
+        route |= {"via": str(data + shape["via"])} if "via" in shape else {"type": str(shape["type"])}
+        eth[DATA].setdefault("routes", []).append(route)
     return lambda files: _netplan(files, edit)
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
-from gpunet.errors import LabError
+from gpunet.errors import LabError, LabUsageError
 from gpunet.lab.addressing import LAB_RANGE, BlockCarver, PlaneAddressing, lab_block, plane_addressing
 from gpunet.lab.routes import host_routes, port_if
 from gpunet.lab.state import AddressPair
@@ -192,8 +192,8 @@ def _management_plane(plan: Plan) -> str:
 def _first_leaf(plan: Plan, plane: str) -> str:
     leaf = next((s.name for s in plan.switches if s.plane == plane and s.tier == "leaf"), None)
     if leaf is None:
-        raise LabError(f"the lab reaches servers through the {plane} plane's switch, and this plane has "
-                       "none (direct cables); give it a switch (style single-switch) to build a lab")
+        raise LabUsageError(f"the lab reaches servers through the {plane} plane's switch, and this plane has "
+                            "none (direct cables); give it a switch (style single-switch) to build a lab")
     return leaf
 
 
