@@ -15,22 +15,22 @@ import yaml
 from gpunet.render.slurm import topology_plugin_problem
 from tests.render import test_slurm
 from tests.render import validators as v
-from tests.render.rendered import files_matching
+from tests.render.rendered import files_matching, text_of
 
-NETWORKS = {example: text for example, _, text in files_matching("slurm/gpunet-network.conf")}
-YAMLS = {example: text for example, _, text in files_matching("slurm/topology.yaml")}
-CASES = [(example, path, text) for example, path, text in test_slurm.TOPOLOGIES if example in NETWORKS]
+NETWORKS = {example: path for example, path in files_matching("slurm/gpunet-network.conf")}
+YAMLS = {example: path for example, path in files_matching("slurm/topology.yaml")}
+CASES = [(example, path) for example, path in test_slurm.TOPOLOGIES if example in NETWORKS]
 
 
 @pytest.mark.lab
 @pytest.mark.skipif(bool(v.need("slurmctld") or v.need("munged")), reason=str(v.need("slurmctld") or v.need("munged")))
-@pytest.mark.parametrize(("example", "path", "text"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("example", "path"), CASES, ids=[c[0] for c in CASES])
 def test_slurmctld_reads_the_topology_with_the_rendered_plugin(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, example: str, path: str, text: str) -> None:
     monkeypatch.setattr(test_slurm, "SLURM_CONF", test_slurm.SLURM_CONF.replace("TopologyPlugin=topology/tree\n", ""))
-    network = re.sub(r"^SlurmctldHost=.*$", f"SlurmctldHost=gnctl({test_slurm.ADDRESS})", NETWORKS[example],
-                     flags=re.MULTILINE)
-    (tmp_path / "topology.yaml").write_text(YAMLS[example])
+    network = re.sub(r"^SlurmctldHost=.*$", f"SlurmctldHost=gnctl({test_slurm.ADDRESS})",
+                     text_of(example, NETWORKS[example]), flags=re.MULTILINE)
+    (tmp_path / "topology.yaml").write_text(text_of(example, YAMLS[example]))
     code, shown = test_slurm.scontrol_topology(tmp_path, text, network=network)
     assert code == 0, (tmp_path / "slurmctld.log").read_text()[-2000:]
     rendered = {line.split()[0].split("=")[1] for line in text.splitlines() if line.startswith("SwitchName=")}
@@ -43,7 +43,7 @@ def test_slurmctld_reads_the_topology_with_the_rendered_plugin(
 def test_without_the_plugin_slurmctld_ignores_the_topology(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The failure the snippet prevents (NVIDIA/aicr#1554): topology.conf written, TopologyPlugin never set."""
     monkeypatch.setattr(test_slurm, "SLURM_CONF", test_slurm.SLURM_CONF.replace("TopologyPlugin=topology/tree\n", ""))
-    code, shown = test_slurm.scontrol_topology(tmp_path, test_slurm.TOPOLOGIES[0][2])
+    code, shown = test_slurm.scontrol_topology(tmp_path, text_of(*test_slurm.TOPOLOGIES[0]))
     assert code != 0 and "SwitchName" not in shown
 
 
@@ -51,7 +51,7 @@ def test_without_the_plugin_slurmctld_ignores_the_topology(tmp_path: Path, monke
 def test_topology_yaml_has_the_documented_shape(example: str) -> None:
     """topology.yaml(5): a list of topologies, each named first, one cluster_default, exactly one of
     tree (switches: switch + nodes or children) / block (block_sizes, blocks: block + nodes) / flat."""
-    topologies = yaml.safe_load(YAMLS[example])
+    topologies = yaml.safe_load(text_of(example, YAMLS[example]))
     assert isinstance(topologies, list) and [next(iter(t)) for t in topologies] == ["topology"] * len(topologies)
     assert sum(t["cluster_default"] for t in topologies) == 1
     for t in topologies:
@@ -79,4 +79,4 @@ def test_the_plugin_check(conf: str, problem: str | None) -> None:
 
 @pytest.mark.parametrize("example", sorted(NETWORKS))
 def test_the_rendered_snippet_sets_the_plugin(example: str) -> None:
-    assert topology_plugin_problem(NETWORKS[example]) is None
+    assert topology_plugin_problem(text_of(example, NETWORKS[example])) is None

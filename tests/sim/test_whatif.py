@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpunet.api import load, load_plan
+from gpunet.api.plans import load, load_plan
 from gpunet.errors import UsageError
 from gpunet.sim import SimOptions
 from gpunet.sim.whatif import Scenario, oversubscribed, parse_pattern, parse_sizes, side_by_side

@@ -69,9 +69,10 @@ def route_plane(plane: PlaneName, routing: PlaneRouting, switches: list[Switch],
 
 
 def asn_group(switch: Switch) -> str:
-    """Switches that share an ASN: the spines of a pod, the cores; a leaf alone."""
+    """Switches that share an ASN: the spines of a pod, the cores; a leaf alone. The spines of a
+    two-tier plane are pod 0's: when it grows into three tiers they become pod 0 and keep their ASN."""
     if switch.tier == "spine":
-        return "spines" if switch.pod is None else f"spines-pod{switch.pod}"
+        return f"spines-pod{switch.pod or 0}"
     return "cores" if switch.tier == "core" else switch.name
 
 

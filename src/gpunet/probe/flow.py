@@ -9,6 +9,7 @@ import re
 from collections.abc import Sequence
 
 from gpunet.errors import ParseError
+from gpunet.files.inputs import integer
 from gpunet.probe.parsers import parse_ethtool_stats
 
 TOOL = "flow counter sample"
@@ -86,7 +87,7 @@ def _file_line(result: dict[str, dict[str, int]], line: str, number: int) -> Non
     if match is None:
         raise ParseError(TOOL, number, f"not a counter file line: {line[:80]!r}")
     if KEPT.fullmatch(match[3]):
-        result.setdefault(f"{match[1]}/{match[2]}", {})[match[3]] = int(match[4])
+        result.setdefault(f"{match[1]}/{match[2]}", {})[match[3]] = integer(match[4], TOOL, number)
 
 
 def growth(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> dict[str, int]:

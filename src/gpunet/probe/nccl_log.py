@@ -7,10 +7,15 @@ from __future__ import annotations
 import re
 
 from gpunet.errors import ParseError
+from gpunet.files.inputs import integer
 from gpunet.model.rdma import NcclChannel, NcclLog
 
 TOOL = "NCCL_DEBUG=INFO log"
-INFO = re.compile(r"NCCL INFO (.*)$")
+# host:pid:tid [rank] NCCL INFO ..., as NCCL writes it; launchers put their own tag before it (mpirun
+# --tag-output's [1,0]<stdout>:, srun -l's 0:, Ray's (RayWorkerWrapper pid=...)). A line quoted with
+# `>` (a paste in an issue or a mail) is a copy of a log, not the log.
+INFO = re.compile(r"\S+:\d+:\d+ \[\d+\] NCCL INFO (.*)$")
+QUOTED = re.compile(r"^\s*>")
 VERSION = re.compile(r"NCCL version (\S+)")
 IB_HCA = re.compile(r"^NCCL_IB_HCA set (?:by environment )?to (\S+)")
 USING = re.compile(r"^NET/IB : Using ((?:\[\d+\]\S+\s*)+)")
@@ -26,12 +31,14 @@ def parse_nccl_debug_log(text: str) -> NcclLog:
     channels: list[NcclChannel] = []
     lines = 0
     for line in text.splitlines():
-        if version := VERSION.search(line):
+        if QUOTED.match(line):
+            continue
+        if version := VERSION.search(line):  # older NCCL prints it bare, without the INFO prefix
             found["version"].append(version[1])
         if info := INFO.search(line):
             lines += 1
             channels += _message(info[1].strip(), found)
-    if not lines and not found["version"]:
+    if not lines:
         raise ParseError(TOOL, 1, "no 'NCCL INFO' line: not an NCCL_DEBUG=INFO log")
     used, off = found["used"], found["off"]
     return NcclLog(version=next(iter(found["version"]), None), ib_hca=next(iter(found["ib_hca"]), None),
@@ -57,4 +64,4 @@ def _message(message: str, found: dict[str, list[str]]) -> list[NcclChannel]:
 
 def _channel(match: re.Match[str]) -> NcclChannel:
     transport = match[4]
-    return NcclChannel(rank=int(match[2]), transport=transport, gdr=transport.split("/")[-1] == "GDRDMA")
+    return NcclChannel(rank=integer(match[2], TOOL), transport=transport, gdr=transport.split("/")[-1] == "GDRDMA")

@@ -21,20 +21,27 @@ from gpunet.model.state import (
     VerbsPort,
 )
 
-STAT_LINE = re.compile(r"^\s*([^:\s][^:]*?):\s+(-?[0-9]{1,20})\s*$")
+# a counter's name as drivers print them (rx_prio3_pause, tx_queue_0_packets, "Tx Queue#"), never a
+# quoting mark or a prompt: a pasted "> rx_bytes: 1" is not ethtool's output
+STAT_LINE = re.compile(r"^\s*([A-Za-z0-9_][A-Za-z0-9_ .#\[\]/()-]*?):\s+(-?[0-9]{1,20})\s*$")
 STATS_HEADER = re.compile(r"^\s*NIC statistics:\s*$", re.M)  # ethtool prints it before the counters
 SETTINGS_HEADER = re.compile(r"^Settings for \S+:\s*$", re.M)  # and this before a link's settings
 UNSIGNED = re.compile(r"[0-9]{1,20}")  # ASCII digits only ("²".isdigit() is true), a 64-bit count at most
 
 
 def parse_ethtool_stats(text: str) -> dict[str, int]:
-    """`ethtool -S DEV`: counter name -> value, after ethtool's "NIC statistics:" line. Lines that
-    are not counters (driver warnings) are skipped; no header or no counter at all is an error."""
+    """`ethtool -S DEV`: counter name -> value, after ethtool's "NIC statistics:" line (lines that
+    are not counters, driver warnings, skipped). Without the header (a grep of the counters, a paste
+    that dropped it) every line must be a counter. No counter at all is an error."""
     header = STATS_HEADER.search(text)
+    body = text[header.end():] if header else text
     if header is None:
-        raise ParseError("ethtool -S", 1, "no 'NIC statistics:' line")
+        stray = next((n for n, line in enumerate(text.splitlines(), 1) if line.strip() and not STAT_LINE.match(line)),
+                     None)
+        if stray is not None:
+            raise ParseError("ethtool -S", stray, "no 'NIC statistics:' line, and this line is no counter")
     stats: dict[str, int] = {}
-    for line in text[header.end():].splitlines():
+    for line in body.splitlines():
         match = STAT_LINE.match(line)
         if match:
             stats[match[1].strip()] = int(match[2])

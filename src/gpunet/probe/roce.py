@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from gpunet.errors import ParseError
+from gpunet.files.inputs import integer
 from gpunet.model.rdma import GidEntry, MlnxQos
 
 QOS_TOOL = "mlnx_qos"
@@ -47,15 +48,15 @@ def _qos_line(state: dict[str, object], line: str, section: str, tc: int | None,
     elif (row := DSCP_ROW.match(line)) and section == "dscp":
         mapping = state["dscp2prio"]
         assert isinstance(mapping, dict)
-        mapping.update({int(d): int(row[1]) for d in row[2].split(",")})
+        mapping.update({integer(d, QOS_TOOL, number): integer(row[1], QOS_TOOL, number) for d in row[2].split(",")})
     elif section == "pfc" and line.startswith(("priority ", "enabled ")):
         _pfc_row(state, line, number)
     elif match := TC.match(line):
-        return "tc", int(match[1])
+        return "tc", integer(match[1], QOS_TOOL, number)
     elif (prio := TC_PRIORITY.match(line)) and section == "tc" and tc is not None:
         tcs = state["tc_of_priority"]
         assert isinstance(tcs, dict)
-        tcs[int(prio[1])] = tc
+        tcs[integer(prio[1], QOS_TOOL, number)] = tc
     else:
         raise ParseError(QOS_TOOL, number, f"not a line mlnx_qos prints: {line[:60]!r}")
     return section, tc
@@ -78,7 +79,7 @@ def parse_show_gids(text: str) -> tuple[GidEntry, ...]:
         raise ParseError(GIDS_TOOL, 1, "no show_gids header")
     found = re.fullmatch(r"n_gids_found=(\d+)", lines[-1].strip())
     rows = [_gid(line, number) for number, line in enumerate(lines[2:-1], 3)]
-    if found is None or int(found[1]) != len(rows):
+    if found is None or integer(found[1], GIDS_TOOL, len(lines)) != len(rows):
         raise ParseError(GIDS_TOOL, len(lines), "n_gids_found= missing or not the number of rows")
     return tuple(rows)
 
@@ -92,7 +93,8 @@ def _gid(line: str, number: int) -> GidEntry:
     if match is None:
         raise ParseError(GIDS_TOOL, number, f"not a GID row: {line.strip()[:80]!r}")
     hca, port, index, gid, ipv4, version, netdev = match.groups()
-    return GidEntry(hca=hca, port=int(port), index=int(index), gid=gid, ipv4=ipv4,
+    return GidEntry(hca=hca, port=integer(port, GIDS_TOOL, number), index=integer(index, GIDS_TOOL, number), gid=gid,
+                    ipv4=ipv4,
                     version="v1" if version == "v1" else "v2", netdev=netdev)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from gpunet.errors import ParseError
-from gpunet.files.inputs import load_json
+from gpunet.files.inputs import integer, load_json
 from gpunet.model.base import Frozen
 
 IP_LINK, SONIC_STATUS = "ip -j link", "show interfaces status"
@@ -61,9 +61,10 @@ def _widened(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def _row(cells: dict[str, str], number: int) -> PortState:
-    if not cells["MTU"].isdigit() or cells["Oper"] not in ("up", "down") or cells["Admin"] not in ("up", "down"):
+    known = cells["Oper"] in ("up", "down") and cells["Admin"] in ("up", "down")
+    if not (known and cells["MTU"].isascii() and cells["MTU"].isdigit()):
         raise ParseError(SONIC_STATUS, number, f"row {cells['Interface'][:20]!r}: MTU, Oper or Admin not understood")
     speed = SPEED.match(cells.get("Speed", ""))
-    return PortState(name=cells["Interface"], mtu=int(cells["MTU"]), admin_up=cells["Admin"] == "up",
-                     oper_up=cells["Oper"] == "up", alias=cells.get("Alias") or None,
-                     speed_gbps=int(speed[1]) if speed else None)
+    return PortState(name=cells["Interface"], mtu=integer(cells["MTU"], SONIC_STATUS, number),
+                     admin_up=cells["Admin"] == "up", oper_up=cells["Oper"] == "up", alias=cells.get("Alias") or None,
+                     speed_gbps=integer(speed[1], SONIC_STATUS, number) if speed else None)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from gpunet.errors import ParseError
+from gpunet.files.inputs import integer
 from gpunet.model.rdma import TopoMatrix
 
 TOOL = "nvidia-smi topo -m"
@@ -84,7 +85,7 @@ def _numa(rest: list[str]) -> int | None:
     """CPU affinity, NUMA affinity, GPU NUMA ID follow the cells: the second is the NUMA node
     (None where empty: tabs keep an empty CPU affinity in place, spaces cannot)."""
     value = rest[1] if len(rest) > 1 else ""
-    return int(value) if value.isdigit() else None
+    return integer(value, TOOL) if value.isascii() and value.isdigit() else None
 
 
 def _nic_names(nics: list[str], legend: dict[str, str], number: int) -> dict[str, str]:
