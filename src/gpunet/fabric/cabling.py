@@ -146,9 +146,10 @@ def _findings(fabric: _Fabric, verdicts: dict[str, CableVerdict]) -> Iterator[Ca
     for link in fabric.checked:
         verdict = verdicts[cable_name(link)]
         if cable_name(link) not in used and verdict.verdict in ("missing", "speed", "width"):
+            used.add(cable_name(link))
             yield _simple(fabric, link, verdict)
     yield from _unplanned(fabric)
-    yield from _off_rail(fabric)
+    yield from _off_rail(fabric, used)
 
 
 def _crossings(fabric: _Fabric, link: Link, verdicts: dict[str, CableVerdict]
@@ -242,10 +243,11 @@ def _unplanned(fabric: _Fabric) -> Iterator[CablingFinding]:
                              "add it to the plan")
 
 
-def _off_rail(fabric: _Fabric) -> Iterator[CablingFinding]:
+def _off_rail(fabric: _Fabric, named: set[str]) -> Iterator[CablingFinding]:
     """The rail predicate: NIC i of every node lands on a leaf of rail i. A NIC seen on another rail's
     leaf puts its rank's traffic on the wrong rail (through the spines, or nowhere on a rail-only
-    fabric), whatever the port."""
+    fabric), whatever the port. Said once: a cable another finding already names (a swap, a move,
+    a miswire: its fix puts the NIC back on its rail) is not named again."""
     for seen in fabric.observation.links:
         for nic, leaf in ((seen.a, seen.b), (seen.b, seen.a)):
             rail, leaf_rail = fabric.rail_of_nic.get(nic), fabric.rail_of_leaf.get(leaf.device)
@@ -253,6 +255,8 @@ def _off_rail(fabric: _Fabric) -> Iterator[CablingFinding]:
             if rail is None or leaf_rail is None or rail == leaf_rail or plane not in fabric.planes:
                 continue
             planned = fabric.cable_at.get(nic)
+            if planned is not None and cable_name(planned) in named:
+                continue
             to = f" (the plan: {next(e for e in ends(planned) if e != nic)})" if planned else ""
             yield CablingFinding(kind="rail", plane=plane,
                                  cables=(cable_name(planned),) if planned else (),
