@@ -42,7 +42,7 @@ ERRORS = [
 ]
 # Formats that are one format under two names: each reads the other's output, rightly.
 SAME_FORMAT = {frozenset({"nft_json", "nft_ruleset"}), frozenset({"proc_net_snmp", "proc_net_netstat"}),
-               frozenset({"ethtool_stats", "ethtool_flow"}),  # both `ethtool -S`: one for counters, one for flow control
+               frozenset({"ethtool_stats", "ethtool_flow"}),  # both `ethtool -S`: counters, and flow control
                # the switch-port reader takes any `ip -j` link list: `ip -j addr` and `ip -s -j link` are link lists too
                frozenset({"ip_link_json", "ip_addr_json"}), frozenset({"ip_link_json", "ip_link_stats_json"})}
 

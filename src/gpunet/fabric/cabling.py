@@ -135,6 +135,7 @@ def _expected_speed(observation: Observation, gbps: int) -> str | None:
 
 def _findings(fabric: _Fabric, verdicts: dict[str, CableVerdict]) -> Iterator[CablingFinding]:
     used: set[str] = set()
+    off_rail = {f.cables[0]: f for f in _off_rail(fabric) if f.cables}
     for link in fabric.checked:
         name = cable_name(link)
         if name in used or verdicts[name].verdict != "miswired":
@@ -142,14 +143,23 @@ def _findings(fabric: _Fabric, verdicts: dict[str, CableVerdict]) -> Iterator[Ca
         finding = (_swap(fabric, link, verdicts) or _moved(fabric, link, verdicts) or _into_free_port(fabric, link)
                    or _miswired(link, verdicts[name]))
         used.update(finding.cables)
-        yield finding
+        yield _with_rails(finding, [off_rail[c] for c in finding.cables if c in off_rail])
     for link in fabric.checked:
         verdict = verdicts[cable_name(link)]
         if cable_name(link) not in used and verdict.verdict in ("missing", "speed", "width"):
             used.add(cable_name(link))
             yield _simple(fabric, link, verdict)
     yield from _unplanned(fabric)
-    yield from _off_rail(fabric, used)
+    yield from (f for f in _off_rail(fabric) if not set(f.cables) & used)
+
+
+def _with_rails(finding: CablingFinding, rails: list[CablingFinding]) -> CablingFinding:
+    """A miswiring that also takes NICs off their rails says so in its own words: its fix puts them
+    back, so the rail predicate is not a finding of its own there."""
+    if not rails:
+        return finding
+    said = "; ".join(r.observed for r in rails)
+    return finding.model_copy(update={"observed": f"{finding.observed}; off its rail: {said}"})
 
 
 def _crossings(fabric: _Fabric, link: Link, verdicts: dict[str, CableVerdict]
@@ -243,11 +253,10 @@ def _unplanned(fabric: _Fabric) -> Iterator[CablingFinding]:
                              "add it to the plan")
 
 
-def _off_rail(fabric: _Fabric, named: set[str]) -> Iterator[CablingFinding]:
+def _off_rail(fabric: _Fabric) -> Iterator[CablingFinding]:
     """The rail predicate: NIC i of every node lands on a leaf of rail i. A NIC seen on another rail's
     leaf puts its rank's traffic on the wrong rail (through the spines, or nowhere on a rail-only
-    fabric), whatever the port. Said once: a cable another finding already names (a swap, a move,
-    a miswire: its fix puts the NIC back on its rail) is not named again."""
+    fabric), whatever the port."""
     for seen in fabric.observation.links:
         for nic, leaf in ((seen.a, seen.b), (seen.b, seen.a)):
             rail, leaf_rail = fabric.rail_of_nic.get(nic), fabric.rail_of_leaf.get(leaf.device)
@@ -255,8 +264,6 @@ def _off_rail(fabric: _Fabric, named: set[str]) -> Iterator[CablingFinding]:
             if rail is None or leaf_rail is None or rail == leaf_rail or plane not in fabric.planes:
                 continue
             planned = fabric.cable_at.get(nic)
-            if planned is not None and cable_name(planned) in named:
-                continue
             to = f" (the plan: {next(e for e in ends(planned) if e != nic)})" if planned else ""
             yield CablingFinding(kind="rail", plane=plane,
                                  cables=(cable_name(planned),) if planned else (),
