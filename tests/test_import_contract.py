@@ -4,6 +4,8 @@ only face the CLI uses, and no cycle. Every import counts, a lazy one inside a f
 
 from __future__ import annotations
 
+from functools import cache
+
 import networkx as nx
 from tools.import_graph import graph
 
@@ -34,8 +36,13 @@ ALLOWED: dict[str, set[str]] = {
 }
 
 
+@cache  # one parse of the tree per test process: every test reads the same arrows
+def _package_graph() -> nx.DiGraph:
+    return graph(2)
+
+
 def _arrows() -> dict[str, set[str]]:
-    g = graph(2)
+    g = _package_graph()
     return {n.removeprefix("gpunet."): {t.removeprefix("gpunet.") for t in g.successors(n)} for n in g.nodes}
 
 
@@ -66,7 +73,7 @@ def test_nothing_but_the_entry_point_imports_the_cli() -> None:
 
 
 def test_no_cycle_between_packages() -> None:
-    assert list(nx.simple_cycles(graph(2))) == []
+    assert list(nx.simple_cycles(_package_graph())) == []
 
 
 def test_no_view_finds_a_lab_by_itself() -> None:

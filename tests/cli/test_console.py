@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
 from rich.console import Console
 
-from gpunet.cli.console import cell
+from gpunet.cli.console import Terminal, cell, shown
 
 
 def test_markup_and_escapes_in_a_value_are_shown_not_obeyed() -> None:
@@ -13,3 +14,23 @@ def test_markup_and_escapes_in_a_value_are_shown_not_obeyed() -> None:
     text = console.export_text()
     assert "[bold red]x[/]" in text and "\x1b" not in text and "\x07" not in text
     assert text.count("\ufffd") == 3
+
+
+def test_a_value_inside_gpunets_own_markup_is_shown_not_obeyed() -> None:
+    console = Console(record=True, width=200, color_system="truecolor")
+    hostile = "[link=http://evil]click[/link] [bold]\x1b[2J"
+    console.print(f"[red]no findings[/red] {shown(hostile)}")
+    text = console.export_text()
+    assert "[link=http://evil]click[/link] [bold]" in text and "\x1b" not in text
+
+
+def test_doctor_prints_an_unreachable_nodes_reason_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpunet.cli import doctor
+    from gpunet.fleet.doctor import FleetDoctorReport
+
+    console = Terminal(record=True, width=200, highlight=False)
+    monkeypatch.setattr(doctor, "stdout", console)
+    why = "ssh: [link=http://evil]connect[/link] refused [/bold]"
+    doctor._print_fleet(FleetDoctorReport(nodes=1, findings=(), unreachable={"gn[01-02]": why}), False, False)
+    text = console.export_text()
+    assert why in text and "gn[01-02]" in text

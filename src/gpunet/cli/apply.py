@@ -11,7 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gpunet.cli.console import cell, print_table, printable, stderr, stdout
+from gpunet.cli.console import cell, print_table, printable, shown, stderr, stdout
 from gpunet.cli.errors import EXIT_FINDINGS, handles_errors, outcome_code
 from gpunet.cli.options import ConnectTimeoutOpt, FanoutOpt, JsonOpt, KeyOpt, LabSshOpt, NodesArg, PlanOpt, UserOpt
 from gpunet.model.nodeset import fold
@@ -95,7 +95,7 @@ def _print_dry_run(results: list[NodeDryRun], as_json: bool) -> None:
             stdout.print(f"[red]{r.node}[/red]: {escape(printable(r.error))}", highlight=False)
             continue
         changed = [f for f in r.files if f.diff]
-        stdout.print(f"[bold]{r.node}[/bold]: {len(changed)} of {len(r.files)} files change", highlight=False)
+        stdout.print(f"[bold]{shown(r.node)}[/bold]: {len(changed)} of {len(r.files)} files change", highlight=False)
         for f in changed:  # the node's side of a diff is its text: sanitised like every such text
             print(printable(f.diff), end="" if f.diff.endswith("\n") else "\n")
         for line in r.sysctl:
@@ -172,5 +172,5 @@ def install_key(
     if as_json:
         print(json.dumps({"failed": failed}))
     if failed:
-        stderr.print(f"[red]not installed[/red] on {fold(failed)}", highlight=False)
+        stderr.print(f"[red]not installed[/red] on {shown(fold(failed))}", highlight=False)
         raise typer.Exit(EXIT_FINDINGS)

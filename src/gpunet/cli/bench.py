@@ -35,7 +35,7 @@ from gpunet.api.bench import (
     run_info,
     worst,
 )
-from gpunet.cli.console import cell, print_table, stderr, stdout
+from gpunet.cli.console import cell, print_table, shown, stderr, stdout
 from gpunet.cli.errors import EXIT_FINDINGS, handles_errors
 from gpunet.cli.options import JsonOpt, LabExecOpt, OptionalNodesArg, PlanOpt
 from gpunet.errors import UsageError
@@ -109,7 +109,7 @@ def run_(
         stdout.print(cell(f"run {run_id} saved in {db}"), soft_wrap=True)
     if png is not None and tool != "nccl":
         bench.heat_map(db, run_id, cells_of(results), png)
-        stderr.print(f"heat map written to {png}")
+        stderr.print(f"heat map written to {shown(png)}")
     if any(m.status != "ok" for m in results):
         raise typer.Exit(EXIT_FINDINGS)
 
@@ -234,17 +234,17 @@ def show(
         raise UsageError(f"run {run} is one nccl-tests job, not pairs: there is no matrix to draw")
     if png is not None:
         bench.heat_map(db, run, load_cells(db, run), png)
-        stderr.print(f"heat map written to {png}")
+        stderr.print(f"heat map written to {shown(png)}")
     if as_json:
         print(json.dumps({"run": info.model_dump(), "measurements": _rows(load_run(db, run)[1])}, indent=1))
         return
     stdout.print(cell(f"run {info.id}: {info.tool} {info.pattern}, {info.arguments}, started {info.started}"),
                  soft_wrap=True)
-    shown, counts = worst(db, run, WORST_SHOWN)
+    worst_rows, counts = worst(db, run, WORST_SHOWN)
     if sum(counts.values()) <= WHOLE_RUN_UP_TO:
         _print_results(load_run(db, run)[1])
     else:
-        _print_worst(shown, Counter(counts))
+        _print_worst(worst_rows, Counter(counts))
 
 
 @app.command(name="compare")

@@ -26,7 +26,7 @@ from gpunet.api.compare import (
     reference_job,
     render_markdown,
 )
-from gpunet.cli.console import cell, print_table, stderr, stdout
+from gpunet.cli.console import cell, print_table, shown, stderr, stdout
 from gpunet.cli.errors import handles_errors
 from gpunet.cli.options import JsonOpt
 from gpunet.model.plan import Plan
@@ -121,7 +121,7 @@ def _print_cost(costing: Costing) -> None:
     stdout.print(f"cost ({label}): {money(costing.total)} · per GPU {per_gpu(costing.total, costing.gpus)} · "
                  f"power {power(costing.total)}")
     for plane, totals in costing.planes.items():
-        stdout.print(f"  {plane}: {money(totals)} · {power(totals)}")
+        stdout.print(f"  {shown(plane)}: {money(totals)} · {power(totals)}")
     for line in costing.unpriced:
         stderr.print(f"[yellow]unpriced[/yellow] {line.item} {escape(line.model)} x{line.count} ({line.plane}): "
                      "not in the catalog", highlight=False)

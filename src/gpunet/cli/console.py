@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -19,6 +20,14 @@ def printable(value: object, keep: str = "\n\t") -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() or c in keep else "\ufffd" for c in text)
+
+
+def shown(value: object) -> str:
+    """A value from a node, a file, a spec or a tool to put inside a markup string (an f-string
+    with gpunet's own [styles]): sanitised, and its brackets escaped so that a hostname, a path or
+    an error message reading '[link=...]' is shown, not obeyed. `cell` is for a table cell; a Text
+    put into an f-string is a plain str again and no longer protected."""
+    return escape(printable(value))
 
 
 class Terminal(Console):

@@ -12,7 +12,7 @@ from rich.table import Table
 
 from gpunet.api import doctor as doctors
 from gpunet.api.doctor import Finding
-from gpunet.cli.console import cell, print_table, stderr, stdout
+from gpunet.cli.console import cell, print_table, shown, stderr, stdout
 from gpunet.cli.errors import EXIT_FINDINGS, handles_errors, outcome_code
 from gpunet.cli.options import JsonOpt, KeyOpt, LabSshOpt, OptionalNodesArg, PlanOpt, UserOpt
 
@@ -107,9 +107,9 @@ def _print_fleet(report: FleetDoctorReport, show_pass: bool, as_json: bool) -> N
                       cell(f.fix))
     print_table(table)
     for nodes, why in report.unreachable.items():
-        stdout.print(f"[red]no findings[/red] {nodes}: {why}", markup=True)
+        stdout.print(f"[red]no findings[/red] {shown(nodes)}: {shown(why)}", markup=True)
     failing = [f for f in report.findings if f.verdict == "fail"]
-    unjudged = f"; not judged: {', '.join(report.unreachable)}" if report.unreachable else ""
+    unjudged = f"; not judged: {shown(', '.join(report.unreachable))}" if report.unreachable else ""
     verdict = f"{len(failing)} failing finding(s)" if failing else "no failing finding"
     stdout.print(f"{report.nodes} nodes: {verdict}{unjudged}", highlight=False)
 
@@ -124,8 +124,8 @@ def probe(interval: Interval = 2.0, as_json: JsonOpt = False) -> None:
     table = Table("interface", "state", "carrier", "mtu", "speed", "addresses", box=box.SIMPLE_HEAD)
     for i in state.interfaces:
         table.add_row(cell(i.name), cell(i.operstate), str(i.carrier), str(i.mtu), f"{i.speed_mbps or '-'}",
-                      " ".join(state.addresses.get(i.name, ())))
-    stdout.print(f"[bold]{state.hostname}[/bold]")
+                      cell(" ".join(state.addresses.get(i.name, ()))))
+    stdout.print(f"[bold]{shown(state.hostname)}[/bold]")
     print_table(table)
     for problem in state.problems:
-        stdout.print(f"[yellow]could not read[/yellow] {problem}")
+        stdout.print(f"[yellow]could not read[/yellow] {shown(problem)}")

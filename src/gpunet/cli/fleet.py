@@ -11,7 +11,7 @@ import typer
 from gpunet.api import fleet
 from gpunet.api.fleet import FleetResult
 from gpunet.cli import fleet_files, fleet_runs
-from gpunet.cli.console import stdout
+from gpunet.cli.console import shown, stdout
 from gpunet.cli.errors import handles_errors, outcome_code
 from gpunet.cli.options import ConnectTimeoutOpt, FanoutOpt, JsonOpt, KeyOpt, LabSshOpt, NodesArg, PlanOpt, UserOpt
 
@@ -59,7 +59,8 @@ def _print(result: FleetResult, as_json: bool) -> None:
     for nodes, outcome in result.groups():
         status = "ok" if outcome.rc == 0 else outcome.error or f"exit {outcome.rc}"
         colour = "green" if outcome.rc == 0 else "red"
-        stdout.print(f"---------------\n[bold]{nodes}[/bold] ([{colour}]{status}[/{colour}])\n---------------")
+        stdout.print(f"---------------\n[bold]{shown(nodes)}[/bold] ([{colour}]{shown(status)}[/{colour}])\n"
+                     "---------------")
         text = (outcome.stdout + ("\n" + outcome.stderr if outcome.stderr else "")).rstrip()
         if text:
             stdout.print(text, markup=False, highlight=False)

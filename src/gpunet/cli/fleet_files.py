@@ -12,7 +12,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 
 from gpunet.api import fleet
 from gpunet.api.fleet import COMPRESS_CHOICES, Capture, TransferResult
-from gpunet.cli.console import cell, stderr, stdout
+from gpunet.cli.console import cell, shown, stderr, stdout
 from gpunet.cli.errors import handles_errors, outcome_code
 from gpunet.cli.options import ConnectTimeoutOpt, FanoutOpt, JsonOpt, KeyOpt, LabSshOpt, NodesArg, PlanOpt, UserOpt
 
@@ -148,7 +148,7 @@ def _print(result: TransferResult, as_json: bool) -> None:
         if outcome.packets is not None:  # a capture: each node its own counts
             continue
         text = f"ok: {_pattern(outcome.path, outcome.node)}" if outcome.ok else f"failed: {outcome.error}"
-        stdout.print(f"[{'green' if outcome.ok else 'red'}]{cell(nodes)}[/]", cell(text), soft_wrap=True)
+        stdout.print(f"[{'green' if outcome.ok else 'red'}]{shown(nodes)}[/]", cell(text), soft_wrap=True)
     for node, outcome in sorted(result.outcomes.items()):
         if outcome.packets is not None:
             counts = ", ".join(f"{dev}: {n} packets" for dev, n in outcome.packets.items())

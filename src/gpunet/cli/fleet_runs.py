@@ -14,7 +14,7 @@ import typer
 
 from gpunet.api import fleet
 from gpunet.api.fleet import DetachedRun, NodeSet, Reach, RunAccess
-from gpunet.cli.console import cell, stderr, stdout
+from gpunet.cli.console import cell, shown, stderr, stdout
 from gpunet.cli.errors import EXIT_FINDINGS, handles_errors
 from gpunet.cli.options import FanoutOpt, JsonOpt, KeyOpt, LabSshOpt, PlanOpt, UserOpt
 
@@ -100,7 +100,7 @@ def stop(
 
 
 def _follow(access: RunAccess, name: str) -> None:
-    stderr.print(f"following run {name} on {access.nodes} (Ctrl-C stops following; the run goes on)",
+    stderr.print(f"following run {shown(name)} on {shown(access.nodes)} (Ctrl-C stops following; the run goes on)",
                  highlight=False)
     try:
         fleet.follow(access, name, lambda node, line: stdout.print(cell(f"{node}: {line}")))
@@ -124,7 +124,7 @@ def _print(run: DetachedRun, as_json: bool) -> None:
     for nodes, s in run.groups():
         colour = "green" if s.state in ("running", "done") and not s.rc else "red"
         what = s.state + (f", exit {s.rc}" if s.rc is not None else "") + (f" ({s.via})" if s.via else "")
-        stdout.print(f"---------------\n[bold]{cell(nodes)}[/bold] ([{colour}]{cell(what)}[/{colour}])\n"
+        stdout.print(f"---------------\n[bold]{shown(nodes)}[/bold] ([{colour}]{shown(what)}[/{colour}])\n"
                      "---------------")
         text = (s.output or s.error or "").rstrip()
         if text:

@@ -18,7 +18,7 @@ from typer._click.exceptions import UsageError as ClickUsageError
 from typer.core import TyperGroup
 
 from gpunet import __version__
-from gpunet.cli.console import cell, print_table, stderr, stdout
+from gpunet.cli.console import cell, print_table, shown, stderr, stdout
 from gpunet.cli.errors import EXIT_BAD_INPUT, error_body, handles_errors
 from gpunet.cli.options import JsonOpt, OutOpt, modernize
 from gpunet.errors import SpecProblem
@@ -115,7 +115,7 @@ def validate(spec: SpecArg, as_json: JsonOpt = False) -> None:
                           "warnings": [str(w) for w in warnings]}))
         return
     _warn(warnings)
-    stdout.print(f"[green]ok[/green] {cell(str(spec))}: {len(plan.nodes)} nodes, {len(plan.planes)} planes")
+    stdout.print(f"[green]ok[/green] {shown(spec)}: {len(plan.nodes)} nodes, {len(plan.planes)} planes")
 
 
 def _warn(warnings: list[SpecProblem]) -> None:
@@ -151,12 +151,12 @@ def plan(
     _warn(warnings)
     _print_plan(result)
     print_decisions(result, costing)
-    stdout.print(f"wrote {len(changed)} changed file(s) to {out}/: {', '.join(changed) or 'none'}")
+    stdout.print(f"wrote {len(changed)} changed file(s) to {shown(out)}/: {shown(', '.join(changed) or 'none')}")
 
 
 def _print_plan(result: Plan) -> None:
     gpus = sum(n.gpus for n in result.nodes)  # not summary(): it also runs the failure analysis
-    stdout.print(f"[bold]{result.site.name}[/bold]: {len(result.nodes)} nodes, {gpus} GPUs, "
+    stdout.print(f"[bold]{shown(result.site.name)}[/bold]: {len(result.nodes)} nodes, {gpus} GPUs, "
                  f"{len(result.switches)} switches, {len(result.links)} cables")
     table = Table(caption="switches: leaf/spine/core · oversub: leaf/spine, down:up · bisection: Gb/s",
                   box=box.SIMPLE_HEAD, pad_edge=False)
@@ -194,9 +194,9 @@ def render(
         print(json.dumps({"out": str(out), "files": len(files), "changed": changed}, indent=1))
         return
     nodes = {p.split("/")[1] for p in files if p.startswith("nodes/")}
-    stdout.print(f"rendered {len(files)} file(s) for {len(nodes)} node(s) into {out}/; {len(changed)} changed")
+    stdout.print(f"rendered {len(files)} file(s) for {len(nodes)} node(s) into {shown(out)}/; {len(changed)} changed")
     for path in changed[:20]:
-        stdout.print(f"  {path}")
+        stdout.print(f"  {shown(path)}")
     if len(changed) > 20:
         stdout.print(f"  ... and {len(changed) - 20} more (--json lists them all)")
 
@@ -271,4 +271,4 @@ def init(
     if as_json:
         print(json.dumps({"wrote": str(out), "example": example}))
         return
-    stdout.print(f"wrote {out} (example {example})")
+    stdout.print(f"wrote {shown(out)} (example {shown(example)})")

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from gpunet.api import sim as sims
 from gpunet.api.sim import SimReport, WhatIf
-from gpunet.cli.console import cell, print_table, stderr
+from gpunet.cli.console import cell, print_table, shown, stderr
 from gpunet.cli.errors import handles_errors
 from gpunet.cli.options import JsonOpt
 
@@ -82,9 +82,9 @@ def _print(reports: list[SimReport]) -> None:
     print_table(table)
     for r in reports:
         for note in r.notes:
-            stderr.print(f"[yellow]note[/yellow] {r.scenario}: {note}", highlight=False)
+            stderr.print(f"[yellow]note[/yellow] {shown(r.scenario)}: {shown(note)}", highlight=False)
         if r.disconnected:
-            stderr.print(f"[red]{r.scenario}[/red]: {r.disconnected} transfer(s) have no path", highlight=False)
+            stderr.print(f"[red]{shown(r.scenario)}[/red]: {r.disconnected} transfer(s) have no path", highlight=False)
 
 
 def _size(size: int) -> str:
