@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from rich.console import Console
 
+from gpunet.cli import doctor
 from gpunet.cli.console import Terminal, cell, shown
+from gpunet.fleet.doctor import FleetDoctorReport
 
 
 def test_markup_and_escapes_in_a_value_are_shown_not_obeyed() -> None:
@@ -25,9 +27,6 @@ def test_a_value_inside_gpunets_own_markup_is_shown_not_obeyed() -> None:
 
 
 def test_doctor_prints_an_unreachable_nodes_reason_as_it_is(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpunet.cli import doctor
-    from gpunet.fleet.doctor import FleetDoctorReport
-
     console = Terminal(record=True, width=200, highlight=False)
     monkeypatch.setattr(doctor, "stdout", console)
     why = "ssh: [link=http://evil]connect[/link] refused [/bold]"
