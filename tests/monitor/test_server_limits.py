@@ -125,7 +125,8 @@ def test_a_scraper_is_served_promptly_beside_400_slowloris_connections() -> None
             time.sleep(0.1)
         attack.stop.set()
         attack.process.join(10)
-    p99 = statistics.quantiles(latencies, n=100)[98]
+    # inclusive: with ~40 scrapes the default (exclusive) method extrapolates past the slowest one
+    p99 = statistics.quantiles(latencies, n=100, method="inclusive")[98]
     print(f"{len(latencies)} scrapes beside {ATTACKERS} slowloris connections: p50 "
           f"{statistics.median(latencies) * 1e3:.0f} ms, p99 {p99 * 1e3:.0f} ms, max {max(latencies) * 1e3:.0f} ms; "
           f"{attack.reconnects} attacker connections closed by the server; peak {peak_open} open connections "

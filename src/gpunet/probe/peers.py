@@ -10,6 +10,7 @@ finding; a single node's `doctor --peers` says it cannot tell."""
 from __future__ import annotations
 
 import errno
+import re
 import resource
 import socket
 import threading
@@ -39,6 +40,10 @@ MULTIPATH_TRIES, MULTIPATH_WAIT_S = 2, 0.4
 DAD_WAIT_S = 1  # arping -D sends its two probes within this (its interval is whole seconds)
 REFUSED_RETRIES = 10  # a peer's listener starts with its doctor: seconds later on a busy host
 TIMED_OUT = (errno.EAGAIN, errno.ETIMEDOUT, errno.EINPROGRESS)
+# ping's words for a packet refused for its size: a hop's ICMP fragmentation-needed, or this host's own
+# interface ("local error" where the interface is smaller than the packet)
+PING_REFUSED = re.compile(r"^From (?P<hop>[0-9.]{7,15}) icmp_seq=\d+ Frag needed and DF set \(mtu = (?P<mtu>\d{1,6})\)"
+                          r"|local error: message too long, mtu=(?P<local>\d{1,6})", re.IGNORECASE | re.MULTILINE)
 RETRY_AFTER_S = 1.0  # a lost echo or SYN is tried once more after this (a neighbour entry being resolved)
 LINGER_S = 3.0  # listeners stay this long after this node's own probes: the slowest peer is still probing
 
@@ -122,18 +127,41 @@ def _run_one(probe: PeerProbe, run: CommandRunner, timeout: float, peer_listens:
     if probe.kind == "dad":
         return _duplicate(probe, run, timeout)
     result = _ping(probe, run, timeout)
-    if not result.ok:
-        time.sleep(RETRY_AFTER_S)  # one lost echo is noise on a busy host, not a fault
+    if not result.ok and _ping_refusal(result.detail) is None:
+        time.sleep(RETRY_AFTER_S)  # one lost echo is noise on a busy host, not a fault (a refusal is not)
         result = _ping(probe, run, timeout)
-    if probe.kind == "pmtu" and result.ok:
-        return _every_path_mtu(probe, timeout)
+    if probe.kind == "pmtu":
+        return _path_mtu(probe, result, timeout)
     return result
 
 
-def _every_path_mtu(probe: PeerProbe, timeout: float) -> PeerResult:
+def _path_mtu(probe: PeerProbe, ping: PeerResult, timeout: float) -> PeerResult:
+    """Every path is probed whether the ping passed or not: the ping's own path may be the one with
+    the small MTU (which path ICMP takes depends on the addresses and the fabric's hash seed), and
+    then its last line says only that it failed, where the multi-path probe names the hop and its
+    MTU. A ping that failed while no path refused the size fails on its own words (lost, unreachable)."""
+    refused_ping = None if ping.ok else _ping_refusal(ping.detail)
+    every = _every_path_mtu(probe, timeout, refused_ping)
+    if ping.ok or every.ok is False:
+        return every
+    return ping
+
+
+def _ping_refusal(output: str) -> str | None:
+    """Where ping's output says its packet was refused for its size: "HOP (next-hop MTU N)"."""
+    found = PING_REFUSED.search(output)
+    if found is None:
+        return None
+    if found["local"]:  # the kernel refused it before it left: its interface, or a hop's refusal it keeps
+        return f"this host (next-hop MTU {found['local']}: its own interface's, or a path MTU it cached from a hop)"
+    return f"{found['hop']} (next-hop MTU {found['mtu']})"
+
+
+def _every_path_mtu(probe: PeerProbe, timeout: float, refused_ping: str | None = None) -> PeerResult:
     """The ping takes one of the equal-cost paths (ICMP hashes on addresses alone); plane-MTU UDP
     packets with Don't Fragment from PATHS_PER_PEER source ports take the others. A hop that
-    cannot forward one says so (fragmentation needed), naming itself and its MTU."""
+    cannot forward one says so (fragmentation needed), naming itself and its MTU. `refused_ping`:
+    where the ping itself was refused, as "HOP (next-hop MTU N)"."""
     size = probe.size + ICMP_IP_HEADERS
     flows = [paths.Flow(n, probe.source, probe.target, 0, paths.DISCARD_PORT) for n in range(PATHS_PER_PEER)]
     try:
@@ -141,19 +169,30 @@ def _every_path_mtu(probe: PeerProbe, timeout: float) -> PeerResult:
             refused = {fid: r for fid, r in paths.mtu(flows, size, tries=MULTIPATH_TRIES,
                                                       wait=min(timeout, MULTIPATH_WAIT_S)).items() if r}
     except OSError as exc:
-        return PeerResult(probe, None, f"multi-path probe not sent: {exc}")
-    if not refused:
-        return PeerResult(probe, True, f"{size}-byte packets passed on {PATHS_PER_PEER} source ports (paths)")
-    hops = sorted({f"{r['hop'] or 'this host'} (next-hop MTU {r['mtu']})" for r in refused.values()})
-    return PeerResult(probe, False, f"{len(refused)} of {PATHS_PER_PEER} source ports (equal-cost paths) refused "
-                                    f"{size}-byte packets: fragmentation needed at {', '.join(hops)}")
+        refused, unsent = {}, f"multi-path probe not sent: {exc}"
+    else:
+        unsent = ""
+    hops = {f"{r['hop'] or 'this host'} (next-hop MTU {r['mtu']})" for r in refused.values()}
+    hops |= {refused_ping} if refused_ping else set()
+    if not hops:
+        return (PeerResult(probe, None, unsent) if unsent else
+                PeerResult(probe, True, f"{size}-byte packets passed on {PATHS_PER_PEER} source ports (paths)"))
+    who = f"{len(refused)} of {PATHS_PER_PEER} source ports (equal-cost paths)" + (" and the ping" * bool(refused_ping))
+    where = ", ".join(sorted(hops))
+    return PeerResult(probe, False, f"{who} refused {size}-byte packets: fragmentation needed at {where}")
 
 
 def _ping(probe: PeerProbe, run: CommandRunner, timeout: float) -> PeerResult:
-    size = ["-M", "do", "-s", str(probe.size)] if probe.kind == "pmtu" else []
-    done = run(["ping", "-n", "-q", "-c", "1", "-W", str(max(1, round(timeout))), "-I", probe.source, *size,
+    # not quiet for the path MTU, so a hop's fragmentation-needed line is in the output (-M probe, which
+    # would not stop at a path MTU cached from an earlier refusal, is not in every iputils: 20221126 lacks it)
+    size = ["-M", "do", "-s", str(probe.size)] if probe.kind == "pmtu" else ["-q"]
+    done = run(["ping", "-n", "-c", "1", "-W", str(max(1, round(timeout))), "-I", probe.source, *size,
                 "--", probe.target], check=False, timeout=timeout + 5)
-    detail = (done.stdout + done.stderr).strip().splitlines()
+    output = done.stdout + done.stderr
+    refusal = PING_REFUSED.search(output)
+    if done.returncode != 0 and refusal is not None:  # the words that say where, not the summary line
+        return PeerResult(probe, False, refusal[0])
+    detail = output.strip().splitlines()
     return PeerResult(probe, done.returncode == 0, detail[-1] if detail else "")
 
 
