@@ -131,7 +131,11 @@ def test_a_scraper_is_served_promptly_beside_400_slowloris_connections() -> None
           f"{statistics.median(latencies) * 1e3:.0f} ms, p99 {p99 * 1e3:.0f} ms, max {max(latencies) * 1e3:.0f} ms; "
           f"{attack.reconnects} attacker connections closed by the server; peak {peak_open} open connections "
           f"(cap {server.cap}); peak threads {peak_threads} (baseline {baseline_threads})")
-    assert p99 < 1.0
+    # A server that let the attackers hold its workers would answer only as their 10 s head deadline
+    # cut them off (or a scrape would time out). On a busy 2-core CI host beside the rest of the suite a
+    # scrape has taken up to 0.94 s (p50 0.12 s), so the bound leaves room for that and no more.
+    assert statistics.median(latencies) < 0.5
+    assert p99 < 2.0
     assert attack.reconnects >= ATTACKERS - server.cap  # the cap evicted them, and the head deadline
     assert peak_open <= server.cap
     # the test's own (server loop, the attacker process's feeder), the scrape workers: never one per connection
