@@ -15,7 +15,7 @@ SSH_CONFIG_PATH = "ssh_config"
 IDENTITY_FILE = "~/.ssh/id_ed25519"
 CONTROL_PATH = "~/.ssh/cm-%C"
 # The longest line the file holds: libssh (some IDEs' SSH client) reads lines of 1024 characters.
-MATCH_LINE_CHARS = 1000
+HOST_LINE_CHARS = 1000
 GRAFANA_PORT = 3000  # Grafana's default http_port
 # Algorithms every OpenSSH since 7.4 (RHEL 8, Ubuntu 18.04) knows: an unknown name stops sshd.
 KEX = "curve25519-sha256,curve25519-sha256@libssh.org,diffie-hellman-group16-sha512,diffie-hellman-group18-sha512"
@@ -86,8 +86,8 @@ def _fqdn(plan: Plan, name: str) -> str:
 
 
 def _bastion(plan: Plan, client: SshClient, bastion: str) -> list[str]:
-    """The bastion's entry comes first and holds every setting itself: the user may re-point its
-    HostName above the Include (how a laptop reaches it), where `Match host` below would not see it."""
+    """The bastion's entry comes first, so the nodes' lists below (its address among them) never
+    send it through itself."""
     node = next((n for n in plan.nodes if n.name == bastion), None)
     address = ssh_host(node.management_ip, bastion) if node and node.management_ip else None
     names = [bastion, *([_fqdn(plan, bastion)] if node else []), *([address] if address else [])]
@@ -96,19 +96,25 @@ def _bastion(plan: Plan, client: SshClient, bastion: str) -> list[str]:
 
 
 def _cluster_settings(plan: Plan, client: SshClient, bastion: str | None) -> list[str]:
-    """Every other cluster host's settings, matched by the address its entry above gave it
-    (`Match host` reads the HostName, so `ssh gpu001`, `ssh gpu001.su1.example` and
-    `ssh 198.18.0.2` all end here), and by name for a node without a management address."""
+    """Every other cluster host's settings, under `Host` lines that name each node as a user may
+    type it: its name, its FQDN, its address (and the dashboards entry). `Host`, not `Match host`:
+    the IDEs' own ssh_config parsers (JetBrains' older one, JSch, JGit) read no `Match`.
+
+    12,500 nodes on one line would be ~500 kB, past what some parsers read (libssh: 1024 a line),
+    so the list is cut into lines of at most HOST_LINE_CHARS, each with the same settings. Names
+    and FQDNs are listed, never folded into `gpu?????` or `*.<domain>`: a glob would also match the
+    user's other hosts of that shape, and the site domain may be the organisation's own. Addresses
+    are folded (`198.18.0.1?` is .10 to .19 and no other IPv4 address), so a run costs few patterns."""
     monitoring = _monitoring_address(plan)
     addresses = [n.management_ip for n in plan.nodes if n.management_ip] + ([monitoring] if monitoring else [])
-    unaddressed = [name for n in plan.nodes if not n.management_ip for name in (_name(n.name), _fqdn(plan, n.name))]
+    names = [name for n in plan.nodes if n.name != bastion for name in (_name(n.name), _fqdn(plan, n.name))]
+    patterns = names + ([_dashboards_name(plan)] if monitoring else []) + address_patterns(addresses)
     jump = [f"    ProxyJump {bastion}"] if bastion else []
-    # One line naming 12,500 addresses would be ~190 kB: runs of addresses become globs instead,
-    # and a list still too long is cut into lines, each with the same settings.
-    lines = ["", "# The nodes and the dashboards entry, by address: 198.18.0.1? is .10 to .19 and no other address."]
-    for patterns in _lines_of(address_patterns(addresses) + unaddressed, MATCH_LINE_CHARS - len("Match host ")):
-        lines += [f"Match host {patterns}", *_settings(plan, client), *jump, ""]
-    return lines[:-1]
+    lines: list[str] = []
+    for index, hosts in enumerate(_lines_of(patterns, HOST_LINE_CHARS - len("Host "))):
+        settings = _settings(plan, client)  # explained once; the repeats are the same lines
+        lines += ["", f"Host {hosts}", *(s for s in settings if index == 0 or not s.lstrip().startswith("#")), *jump]
+    return lines
 
 
 def _settings(plan: Plan, client: SshClient) -> list[str]:
@@ -126,7 +132,7 @@ def _settings(plan: Plan, client: SshClient) -> list[str]:
 
 
 def address_patterns(addresses: list[str]) -> list[str]:
-    """`Match host` patterns that match exactly these IPv4 addresses among all IPv4 addresses: the
+    """ssh_config patterns that match exactly these IPv4 addresses among all IPv4 addresses: the
     last octets of each /24 folded into decimal globs (`?` any digit), in address order."""
     octets: dict[tuple[int, ...], set[int]] = {}
     for text in addresses:
@@ -158,11 +164,11 @@ def _octet_globs(values: set[int]) -> list[str]:
 
 
 def _lines_of(patterns: list[str], width: int) -> list[str]:
-    """Comma-joined patterns, as many a line as fit in `width` characters."""
+    """Space-separated patterns, as many a line as fit in `width` characters."""
     lines: list[str] = []
     for pattern in patterns:
         if lines and len(lines[-1]) + 1 + len(pattern) <= width:
-            lines[-1] += f",{pattern}"
+            lines[-1] += f" {pattern}"
         else:
             lines.append(pattern)
     return lines
@@ -174,13 +180,17 @@ def _monitoring_address(plan: Plan) -> str | None:
     return str(monitoring.network_address) if monitoring is not None and monitoring.num_addresses == 1 else None
 
 
+def _dashboards_name(plan: Plan) -> str:
+    return ssh_host(f"{plan.site.name}-dashboards", "site.name")
+
+
 def _dashboards(plan: Plan) -> list[str]:
     """`ssh -N <site>-dashboards` makes Grafana and Prometheus of the monitoring host (site.monitoring,
-    one address) answer at localhost:3000 and localhost:9090 here; its login is the Match below."""
+    one address) answer at localhost:3000 and localhost:9090 here; its login is the Host list below."""
     address = _monitoring_address(plan)
     if address is None:
         return []
-    name = ssh_host(f"{plan.site.name}-dashboards", "site.name")
+    name = _dashboards_name(plan)
     return ["", f"# ssh -N {name}, then Grafana at http://localhost:{GRAFANA_PORT} and "
                 f"Prometheus at http://localhost:{PROMETHEUS_PORT}",
             f"Host {name}", f"    HostName {address}",
