@@ -122,7 +122,7 @@ def test_a_name_never_becomes_a_pattern_or_a_line(hostile: str) -> None:
     renamed = (plan.nodes[0].model_copy(update={"name": hostile}), *plan.nodes[1:])
     with pytest.raises(UsageError, match="node name"):
         render_ssh_config(plan.model_copy(update={"nodes": renamed}))
-    with pytest.raises(UsageError, match="site.bastion"):
+    with pytest.raises(UsageError, match=r"site\.bastion"):
         render_ssh_config(plan.model_copy(update={"site": plan.site.model_copy(update={"bastion": hostile})}))
 
 

@@ -107,7 +107,7 @@ def _cluster_settings(plan: Plan, client: SshClient, bastion: str | None) -> lis
     are folded (`198.18.0.1?` is .10 to .19 and no other IPv4 address), so a run costs few patterns."""
     monitoring = _monitoring_address(plan)
     addresses = [n.management_ip for n in plan.nodes if n.management_ip] + ([monitoring] if monitoring else [])
-    names = [name for n in plan.nodes if n.name != bastion for name in (_name(n.name), _fqdn(plan, n.name))]
+    names = [f"{_name(n.name)} {_fqdn(plan, n.name)}" for n in plan.nodes if n.name != bastion]  # a node on one line
     patterns = names + ([_dashboards_name(plan)] if monitoring else []) + address_patterns(addresses)
     jump = [f"    ProxyJump {bastion}"] if bastion else []
     lines: list[str] = []
