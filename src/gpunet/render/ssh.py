@@ -100,7 +100,7 @@ def _cluster_settings(plan: Plan, client: SshClient, bastion: str | None) -> lis
     type it: its name, its FQDN, its address (and the dashboards entry). `Host`, not `Match host`:
     the IDEs' own ssh_config parsers (JetBrains' older one, JSch, JGit) read no `Match`.
 
-    12,500 nodes on one line would be ~500 kB, past what some parsers read (libssh: 1024 a line),
+    12,500 nodes on one line would be ~400 kB, past what some parsers read (libssh: 1024 a line),
     so the list is cut into lines of at most HOST_LINE_CHARS, each with the same settings. Names
     and FQDNs are listed, never folded into `gpu?????` or `*.<domain>`: a glob would also match the
     user's other hosts of that shape, and the site domain may be the organisation's own. Addresses
@@ -133,7 +133,7 @@ def _settings(plan: Plan, client: SshClient) -> list[str]:
 
 def address_patterns(addresses: list[str]) -> list[str]:
     """ssh_config patterns that match exactly these IPv4 addresses among all IPv4 addresses: the
-    last octets of each /24 folded into decimal globs (`?` any digit), in address order."""
+    last octets of each /24 folded into decimal globs (`?` standing for any digit), in address order."""
     octets: dict[tuple[int, ...], set[int]] = {}
     for text in addresses:
         *network, last = IPv4Address(ssh_host(text, "management address")).packed
