@@ -12,6 +12,9 @@ from xml.sax.saxutils import quoteattr
 from gpunet.errors import UsageError
 
 LINE_BREAKS = "\n\r\0\x0b\x0c\x85\u2028\u2029"  # everything str.splitlines() splits on, and NUL
+# What a `Host` or `Match host` line of ssh_config reads as more than a literal name: the globs, a
+# negation and Match's list separator.
+SSH_PATTERN_CHARACTERS = "*?!,"
 
 
 def one_line(value: str, where: str) -> str:
@@ -26,6 +29,17 @@ def token(value: str, where: str) -> str:
     one_line(value, where)
     if not value or any(c.isspace() or c in "\"'\\#;" for c in value):
         raise UsageError(f"{where}: {value[:60]!r} is not a single word this file can hold unquoted")
+    return value
+
+
+def ssh_host(value: str, where: str) -> str:
+    """A host name or address that an ssh_config `Host` or `Match host` line names literally: one
+    token and no pattern character, so a name from the plan never widens the set of hosts the
+    cluster's settings apply to (`gpu*`, `!x`) nor adds a second entry to a Match list (`a,b`)."""
+    token(value, where)
+    if any(c in value for c in SSH_PATTERN_CHARACTERS):
+        raise UsageError(f"{where}: {value[:60]!r} holds one of {SSH_PATTERN_CHARACTERS!r}, which ssh_config reads "
+                         "as a pattern, not a host name")
     return value
 
 
