@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpunet.api import bench
-from gpunet.api.bench import BenchRun
+from gpunet.api.bench import BenchRun, congestion_for
 from gpunet.api.plans import plan_spec
 from gpunet.bench.expected import rdma_efficiency
 from gpunet.bench.launch import Endpoints, NcclJob, iperf3_pair, nccl_argv, perftest_pair, pick_launcher
@@ -28,6 +28,20 @@ def test_iperf3_pair_binds_both_ends_and_offsets_the_port() -> None:
     assert pair.client == ["iperf3", "-c", "10.1.0.2", "-B", "10.1.0.1", "-p", "5204", "-t", "5", "-O", "1",
                            "-P", "8", "-C", "cubic", "-J"]
     assert "-C" not in iperf3_pair(ENDS, seconds=5, streams=8, congestion=None).client  # the host's default
+
+
+def test_iperf3_gets_the_planes_congestion_control_unless_told_otherwise() -> None:
+    plan = plan_spec(None)  # scalable-unit: management Ethernet, compute InfiniBand, storage RoCE
+    assert {p.name: congestion_for(BenchRun(plane=p.name), plan) for p in plan.planes} == {
+        "management": "cubic", "oob": "cubic", "compute": "cubic", "storage": "cubic"}
+    assert congestion_for(BenchRun(congestion="system"), plan) is None  # no -C: each host's own
+    assert congestion_for(BenchRun(congestion="bbr"), plan) == "bbr"
+    assert congestion_for(BenchRun(tool="ib_write_bw"), plan) is None  # RDMA: no TCP to control
+    for hostile in ("-J", "cubic; reboot", "a" * 16, ""):
+        with pytest.raises(UsageError, match="--congestion"):
+            congestion_for(BenchRun(congestion=hostile), plan)
+    with pytest.raises(UsageError, match="no plane 'nope'"):
+        congestion_for(BenchRun(plane="nope"), plan)
 
 
 def test_perftest_pair_on_roce_uses_rdma_cm_and_each_ends_hca() -> None:

@@ -21,12 +21,15 @@ from gpunet.bench.store import Measurement, save_run
 from gpunet.cli.main import app
 
 
-def stand_in(measured: Callable[..., tuple[int, list[Measurement]]]) -> Callable[..., tuple[int, list[Measurement]]]:
-    """A stand-in for gpunet.api.bench.run that hands its arguments over as keywords."""
+def stand_in(measured: Callable[..., tuple[int, list[Measurement]]],
+             congestion: str | None = "cubic") -> Callable[..., bench_api.BenchOutcome]:
+    """A stand-in for gpunet.api.bench.run that hands its arguments over as keywords, and says it
+    ran with `congestion`."""
     def run(wanted: object, *, plan: Path | None, lab: str | None, db: Path,
-            progress: object = None) -> tuple[int, list[Measurement]]:
-        return measured(**dataclasses.asdict(wanted), plan_source=plan, lab=lab, db=db,  # type: ignore[call-overload]
-                        progress=progress)
+            progress: object = None) -> bench_api.BenchOutcome:
+        run_id, results = measured(**dataclasses.asdict(wanted), plan_source=plan,  # type: ignore[call-overload]
+                                   lab=lab, db=db, progress=progress)
+        return bench_api.BenchOutcome(run_id, results, congestion)
     return run
 
 
@@ -180,6 +183,7 @@ def test_run_says_its_rounds_on_stderr_and_its_retries_and_health_in_json(db: Pa
                                           "retry 1/2: a -> b"]
     body = json.loads(result.stdout)
     assert (body["retried"], body["still_inconclusive"]) == (2, 1)
+    assert calls["congestion"] == "plan" and body["congestion"] == "cubic"  # the plane's choice, recorded
     rows = {(r["source"], r["destination"]): r for r in body["measurements"]}
     assert rows["a", "c"]["status"] == "inconclusive" and rows["a", "c"]["reason"] == why
     assert rows["a", "c"]["health"][0]["cpu_pressure"] == 0.9 and rows["a", "b"]["attempts"] == 2
@@ -233,6 +237,22 @@ def test_run_on_a_terminal_shows_a_bar_not_lines(db: Path, monkeypatch: pytest.M
     result = runner.invoke(app, ["bench", "run", "--db", str(db)])
     assert result.exit_code == 0, result.output
     assert result.stderr == "" and "round 1/3: 4 pairs" in terminal.getvalue()  # drawn by the bar
+
+
+def test_run_says_which_congestion_control_it_used(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: dict[str, object] = {}
+
+    def measured(**arguments: object) -> tuple[int, list[Measurement]]:
+        calls.update(arguments)
+        return 1, [m("a", "b", 9.5)]
+
+    monkeypatch.setattr(bench_api, "run", stand_in(measured))
+    planned = runner.invoke(app, ["bench", "run", "--db", str(db)], terminal_width=200)
+    assert planned.exit_code == 0, planned.output
+    assert "TCP congestion control: cubic (the plane's choice in the Plan)" in planned.stdout
+    monkeypatch.setattr(bench_api, "run", stand_in(measured, congestion=None))
+    hosts = runner.invoke(app, ["bench", "run", "--db", str(db), "--congestion", "system", "--json"])
+    assert calls["congestion"] == "system" and json.loads(hosts.stdout)["congestion"] == "system"
 
 
 def test_bench_run_detached_is_the_same_command_found_by_name(tmp_path: Path) -> None:

@@ -47,9 +47,9 @@ def test_copper_breakout_is_one_splitter_a_cage() -> None:
 
 
 @pytest.mark.parametrize(("old", "new", "where"), [
-    ("{breakout: 2}", "{breakout: 3}", ":33:15: planes.compute.cabling.breakout: a 64-port switch"),
-    ("{breakout: 2}", "{leaf_spine: rj45}", ":33:15: planes.compute.cabling.leaf_spine: rj45 carries"),
-    ("{breakout: 2}", "{node_leaf: copper}", ":33:15: planes.compute.cabling.node_leaf: Input should"),
+    ("{breakout: 2}", "{breakout: 3}", ":36:15: planes.compute.cabling.breakout: a 64-port switch"),
+    ("{breakout: 2}", "{leaf_spine: rj45}", ":36:15: planes.compute.cabling.leaf_spine: rj45 carries"),
+    ("{breakout: 2}", "{node_leaf: copper}", ":36:15: planes.compute.cabling.node_leaf: Input should"),
 ])
 def test_cabling_a_spec_cannot_have_is_located(old: str, new: str, where: str) -> None:
     with pytest.raises(SpecError) as caught:

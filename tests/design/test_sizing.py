@@ -136,5 +136,5 @@ def test_dual_homed_bond_puts_each_member_on_its_own_leaf_at_the_same_port() -> 
 def test_dual_homing_on_a_single_switch_is_refused() -> None:
     text = example_text("scalable-unit").replace(
         "port_speed: 400G}", "port_speed: 400G}\n      style: single-switch\n      dual_homed: true")
-    with pytest.raises(SpecError, match=r":41:7: planes.storage.fabric.dual_homed: .*single-switch has one switch"):
+    with pytest.raises(SpecError, match=r":44:7: planes.storage.fabric.dual_homed: .*single-switch has one switch"):
         parse_spec(text)

@@ -17,7 +17,9 @@ from tests.render import test_slurm
 from tests.render import validators as v
 from tests.render.rendered import files_matching, text_of
 
-NETWORKS = {example: path for example, path in files_matching("slurm/gpunet-network.conf")}
+# TopologyPlugin only where topology.conf describes switches: a plane of direct cables has none to read.
+SWITCHED = {example for example, _ in files_matching("slurm/topology.conf", tag="switches")}
+NETWORKS = {example: path for example, path in files_matching("slurm/gpunet-network.conf") if example in SWITCHED}
 YAMLS = {example: path for example, path in files_matching("slurm/topology.yaml")}
 CASES = [(example, path) for example, path in test_slurm.TOPOLOGIES if example in NETWORKS]
 
@@ -80,3 +82,10 @@ def test_the_plugin_check(conf: str, problem: str | None) -> None:
 @pytest.mark.parametrize("example", sorted(NETWORKS))
 def test_the_rendered_snippet_sets_the_plugin(example: str) -> None:
     assert topology_plugin_problem(text_of(example, NETWORKS[example])) is None
+
+
+def test_no_plugin_where_there_are_no_switches() -> None:
+    """two-servers-direct: its one cable joins the two nodes; the snippet names the controller and
+    ports, and no plugin for a topology.conf with nothing in it."""
+    text = text_of("two-servers-direct", "admin/slurm/gpunet-network.conf")
+    assert "SlurmctldHost=gpu01(" in text and "\nTopologyPlugin=" not in text

@@ -3,6 +3,7 @@ carries, stored in SQLite, compared with a baseline, drawn as a heat map."""
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -31,14 +32,18 @@ from gpunet.errors import CommandError, UsageError
 from gpunet.fleet.detach import DetachedRun
 from gpunet.fleet.runs import detach_here
 from gpunet.model.io import plan_digest
+from gpunet.model.plan import Plan
+from gpunet.model.tuning import tcp_congestion
 from gpunet.reach import Reach
 from gpunet.spec.plan import plan_of
 
-__all__ = ["FAILING", "PATTERNS", "TOOLS", "BenchRun", "CellColumns", "Comparison", "Measurement", "Progress",
-           "RunInfo", "RunSummary", "cells_of", "compare", "compare_runs", "default_db", "detach", "heat_map",
-           "history", "load_cells", "load_run", "percent_matrix", "run", "run_info", "worst"]
+__all__ = ["FAILING", "PATTERNS", "TOOLS", "BenchOutcome", "BenchRun", "CellColumns", "Comparison", "Measurement",
+           "Progress", "RunInfo", "RunSummary", "cells_of", "compare", "compare_runs", "congestion_for", "default_db",
+           "detach", "heat_map", "history", "load_cells", "load_run", "percent_matrix", "run", "run_info", "worst"]
 
 Progress = Callable[[int, int, str], None]  # rounds done, rounds in all, what is being measured
+PLAN_CONGESTION, SYSTEM_CONGESTION = "plan", "system"  # --congestion: the plane's choice; the hosts' default
+CONGESTION_NAME = re.compile(r"[a-z][a-z0-9_]{0,14}")  # a kernel algorithm name (TCP_CA_NAME_MAX 16 with its NUL)
 
 
 @dataclass(frozen=True)
@@ -52,14 +57,24 @@ class BenchRun:
     tool: str = "iperf3"
     nccl_test: str = "all_reduce_perf"
     launcher: str | None = None
-    congestion: str | None = "cubic"  # iperf3's -C; None: the hosts' default
+    # iperf3's -C: "plan" (the plane's choice in the Plan, what its nodes' sysctl holds), "system"
+    # (no -C: whatever each host has), or an algorithm by name.
+    congestion: str = PLAN_CONGESTION
     retry_inconclusive: int = 1  # rounds re-measuring, one pair at a time, pairs a saturated end left inconclusive
 
 
+@dataclass(frozen=True)
+class BenchOutcome:
+    run_id: int
+    measurements: list[Measurement]
+    congestion: str | None  # the -C iperf3 was given; None: the hosts' own default, or not iperf3
+
+
 def run(wanted: BenchRun, *, plan: Path | None, lab: str | None, db: Path,
-        progress: Progress | None = None) -> tuple[int, list[Measurement]]:
+        progress: Progress | None = None) -> BenchOutcome:
     """The tool over the pattern's pairs, each against the Plan's expectation, or one nccl-tests job
-    over the nodes; stored in db as it goes (a round at a time)."""
+    over the nodes; stored in db as it goes (a round at a time), the congestion control used among
+    the run's arguments."""
     if wanted.tool not in TOOLS:
         raise UsageError(f"unknown tool {wanted.tool!r}; known: {', '.join(TOOLS)}")
     if wanted.pattern not in PATTERNS:
@@ -69,16 +84,19 @@ def run(wanted: BenchRun, *, plan: Path | None, lab: str | None, db: Path,
     rounds = pattern_rounds(setup.plan, wanted.plane, wanted.pattern, chosen) if wanted.tool != "nccl" else []
     launch = (wanted.launcher or pick_launcher()) if wanted.tool == "nccl" else ""  # refused before a run starts
     nccl = wanted.tool == "nccl"
+    arguments = f"plane={wanted.plane} seconds={wanted.seconds} nodes={wanted.nodes or 'all'}"
+    if wanted.tool == "iperf3":
+        arguments += f" congestion={setup.congestion or SYSTEM_CONGESTION}"
     run_id = start_run(db, plan_hash=plan_digest(setup.plan), tool=wanted.nccl_test if nccl else wanted.tool,
-                       pattern="job" if nccl else wanted.pattern,
-                       arguments=f"plane={wanted.plane} seconds={wanted.seconds} nodes={wanted.nodes or 'all'}")
+                       pattern="job" if nccl else wanted.pattern, arguments=arguments)
     if nccl:
         job = NcclJob(test=wanted.nccl_test, iterations=max(5, wanted.seconds * 10))
         results = [run_nccl(setup.plan, chosen, job, launch)]
         add_measurements(db, run_id, results)
-        return run_id, results
-    return run_id, run_rounds(setup, rounds, progress or (lambda d, n, what: None),
-                              on_round=lambda ms: add_measurements(db, run_id, ms))
+        return BenchOutcome(run_id, results, None)
+    measured = run_rounds(setup, rounds, progress or (lambda d, n, what: None),
+                          on_round=lambda ms: add_measurements(db, run_id, ms))
+    return BenchOutcome(run_id, measured, setup.congestion)
 
 
 def _setup(wanted: BenchRun, plan: Path | None, lab: str | None) -> BenchSetup:
@@ -90,7 +108,23 @@ def _setup(wanted: BenchRun, plan: Path | None, lab: str | None) -> BenchSetup:
                        seconds=wanted.seconds, tool=wanted.tool, scale=reached.lab_scale(),
                        counter_root=reached.counter_root)
     retries = 0 if wanted.pattern == "incast" else wanted.retry_inconclusive  # one pair alone is no incast
-    return replace(setup, congestion=wanted.congestion, retries=retries)
+    return replace(setup, congestion=congestion_for(wanted, setup.plan), retries=retries)
+
+
+def congestion_for(wanted: BenchRun, plan: Plan) -> str | None:
+    """iperf3's -C: the plane's choice in the Plan (the value its nodes' sysctl holds), the one
+    named, or None for the hosts' own default; None for tools that do not run TCP."""
+    if wanted.tool != "iperf3" or wanted.congestion == SYSTEM_CONGESTION:
+        return None
+    if wanted.congestion != PLAN_CONGESTION:
+        if not CONGESTION_NAME.fullmatch(wanted.congestion):
+            raise UsageError(f"--congestion {wanted.congestion[:40]!r}: 'plan', 'system' or a TCP congestion control "
+                             "name (cubic, bbr, dctcp; `sysctl net.ipv4.tcp_available_congestion_control`)")
+        return wanted.congestion
+    plane = next((p for p in plan.planes if p.name == wanted.plane), None)
+    if plane is None:
+        raise UsageError(f"no plane {wanted.plane!r} in the plan; it has {', '.join(p.name for p in plan.planes)}")
+    return tcp_congestion(plane).value
 
 
 def detach(name: str, argv: Sequence[str], db: Path) -> DetachedRun:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from gpunet.errors import UsageError
 from gpunet.model.nodeset import fold
+from gpunet.model.tuning import DEFAULT_CONGESTION
 
 PERFTEST_TOOLS = ("ib_write_bw", "ib_read_bw", "ib_send_bw")
 PAIR_TOOLS = ("iperf3", *PERFTEST_TOOLS)
@@ -41,7 +42,7 @@ class Endpoints:
 
 
 def iperf3_pair(ends: Endpoints, seconds: int, streams: int, omit: int = 1,
-                congestion: str | None = "cubic") -> PairCommands:
+                congestion: str | None = DEFAULT_CONGESTION) -> PairCommands:
     """A one-off server (-1): it exits after one test, so nothing lingers on the node. The client
     binds its plane address so the traffic leaves through that NIC, leaves the first `omit`
     seconds out of the result (-O: slow start's overshoot is not the path), and names its

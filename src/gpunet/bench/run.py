@@ -31,6 +31,7 @@ from gpunet.bench.store import Measurement
 from gpunet.errors import ParseError, UsageError
 from gpunet.model.nodeset import fold
 from gpunet.model.plan import Plan
+from gpunet.model.tuning import DEFAULT_CONGESTION
 from gpunet.runner import CommandRunner, run_local
 
 NodeArgv = Callable[[str, Sequence[str]], list[str]]  # node, command -> argv that runs it there
@@ -52,10 +53,9 @@ class BenchSetup:
     # 0.07 % with 32 (benchmarks/ecmp_streams.py: max-min shares over random 5-tuple hashing).
     streams: int = 32
     omit: int = 1  # iperf3 -O: seconds of slow start left out of the result
-    # Loss-based cubic shares a link evenly between the streams of the pairs on it; BBRv1 does not
-    # (4 cross-leaf pairs filling a leaf's uplinks, 32 streams each: worst pair 82-94 % of line
-    # under BBR, 99 % under cubic in 5 of 5 lab runs). None: the host's default.
-    congestion: str | None = "cubic"
+    # iperf3's -C; api.bench sets the plane's choice from the Plan (model/tuning.py), what its
+    # nodes' sysctl holds. None: each host's own default.
+    congestion: str | None = DEFAULT_CONGESTION
     tool: str = "iperf3"  # or ib_write_bw, ib_read_bw, ib_send_bw
     qps: int = 4  # perftest queue pairs: several, for the same reason as several TCP streams
     # Rounds of re-measuring inconclusive pairs (an end was saturated), one pair at a time, after

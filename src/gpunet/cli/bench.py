@@ -66,8 +66,10 @@ def run_(
     duration: Annotated[int, typer.Option(help="Seconds per measurement.", min=1)] = 3,
     tool: Annotated[str, typer.Option(help=f"One of {', '.join(TOOLS)}.")] = "iperf3",
     nccl_test: Annotated[str, typer.Option(help="nccl-tests binary, with --tool nccl.")] = "all_reduce_perf",
-    congestion: Annotated[str, typer.Option(help="iperf3's TCP congestion control (-C); 'system' for the hosts' "
-                                                 "default. Cubic shares a link evenly between streams.")] = "cubic",
+    congestion: Annotated[str, typer.Option(help="iperf3's TCP congestion control (-C): 'plan' for the plane's "
+                                                 "choice in the Plan (what its nodes' sysctl holds), 'system' for "
+                                                 "each host's default, or an algorithm (cubic, bbr, dctcp).")]
+    = "plan",
     launcher: Annotated[str | None, typer.Option(help="srun or mpirun for --tool nccl (default: srun inside "
                                                       "a Slurm allocation, else mpirun).")] = None,
     retry_inconclusive: Annotated[int, typer.Option(
@@ -92,16 +94,21 @@ def run_(
         _detach(detach, db, as_json)
         return
     wanted = BenchRun(pattern=pattern, plane=plane, nodes=nodes, seconds=duration, tool=tool, nccl_test=nccl_test,
-                      launcher=launcher, congestion=None if congestion == "system" else congestion,
-                      retry_inconclusive=retry_inconclusive)
+                      launcher=launcher, congestion=congestion, retry_inconclusive=retry_inconclusive)
     with _progress(pattern) as progress:
-        run_id, results = bench.run(wanted, plan=plan, lab=lab, db=db, progress=progress)
+        outcome = bench.run(wanted, plan=plan, lab=lab, db=db, progress=progress)
+    run_id, results = outcome.run_id, outcome.measurements
     retried = [m for m in results if m.attempts > 1]
     still = sum(m.status == "inconclusive" for m in retried)
     if as_json:
-        print(json.dumps({"run": run_id, "db": str(db), "retried": len(retried), "still_inconclusive": still,
-                          "measurements": _rows(results)}, indent=1))
+        print(json.dumps({"run": run_id, "db": str(db), "congestion": _congestion(tool, outcome.congestion),
+                          "retried": len(retried), "still_inconclusive": still, "measurements": _rows(results)},
+                         indent=1))
     else:
+        if tool == "iperf3":
+            source = " (the plane's choice in the Plan)" if congestion == "plan" else ""
+            stdout.print(cell(f"TCP congestion control: {_congestion(tool, outcome.congestion)}{source}"),
+                         soft_wrap=True)
         _print_results(results)
         if retried:
             stdout.print(f"{len(retried)} inconclusive pairs measured again one at a time: {still} still "
@@ -112,6 +119,11 @@ def run_(
         stderr.print(f"heat map written to {shown(png)}")
     if any(m.status != "ok" for m in results):
         raise typer.Exit(EXIT_FINDINGS)
+
+
+def _congestion(tool: str, used: str | None) -> str | None:
+    """What iperf3 ran with: the algorithm it was given, 'system' (each host's default), None for other tools."""
+    return None if tool != "iperf3" else used or "system"
 
 
 def _old_positional_plan(nodes: str | None, plan: Path | None) -> tuple[str | None, Path | None]:

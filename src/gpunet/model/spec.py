@@ -47,14 +47,29 @@ HashPolicy = Literal["layer2", "layer2+3", "layer3+4", "encap2+3", "encap3+4"]
 # BASE-T twisted pair (rj45, up to 10G).
 Media = Literal["dac", "acc", "aec", "aoc", "sr", "dr", "rj45"]
 
-# Interface MTU per technology when the spec gives none; README "MTU defaults" says why.
+# Interface MTU per technology when the spec gives none; README "MTU defaults" says why, and
+# summary.md repeats it per plane (default_mtu).
 #  - ethernet data planes: 9000 jumbo frames, the common host value under a 9216 switch MTU.
 #  - roce: 4200 carries RoCE's largest RDMA MTU (4096) plus RoCEv2/UDP/IP headers; a larger
 #    Ethernet MTU does not enlarge RDMA messages and only widens the mismatch surface.
 #  - infiniband: 4092, IPoIB datagram mode (4096-byte IB MTU less the 4-byte IPoIB header).
+#  - storage on Ethernet or RoCE: 9000, since it carries TCP (NFS, Lustre over TCP: the storage
+#    flows of design/flows.py) beside any RDMA; RDMA still sends 4096-byte frames under it.
 #  - management and oob stay at 1500: they talk to gateways, DNS and BMCs outside the fabric.
 DATA_PLANE_MTU: dict[str, int] = {"ethernet": 9000, "roce": 4200, "infiniband": 4092}
 EDGE_PLANES = ("management", "oob")
+JUMBO_MTU = 9000
+MTU_WHY = {
+    "edge": "talks to gateways, DNS and BMCs outside the fabric, at the site network's 1500",
+    "ethernet": "jumbo frames for bulk TCP: fewer packets per byte, the common host value under a 9216 switch MTU",
+    "roce": "RoCE's largest RDMA MTU (4096) plus the RoCEv2/UDP/IP headers; a larger MTU would not enlarge "
+            "RDMA frames and only widens the mismatch surface",
+    "infiniband": "IPoIB datagram mode: the 4096-byte IB MTU less the 4-byte IPoIB header",
+    "storage": "storage carries TCP (NFS, Lustre over TCP) beside RDMA: jumbo frames for it, while RDMA "
+               "still sends 4096-byte frames (the largest IB MTU under the interface MTU)",
+    "storage-ib": "IPoIB datagram mode caps IP at 4092, so no jumbo frames: InfiniBand storage runs over "
+                  "RDMA (Lustre o2ib, NFS over RDMA)",
+}
 PLANE_SHORT = {"management": "mgmt", "compute": "comp", "storage": "stor", "oob": "bmc"}
 # The names the design gives switches (design/naming.py): comp-leaf001, mgmt-spine002, ...
 SWITCH_NAME = re.compile(rf"^({'|'.join(PLANE_SHORT.values())})-(leaf|spine|core)\d{{3,}}$")
@@ -264,11 +279,18 @@ class Spec(Frozen):
 
 def plane_mtu(name: str, plane: PlaneSpec) -> int:
     """The plane's interface MTU: the spec's, else the default for its role and technology."""
-    if plane.mtu is not None:
-        return plane.mtu
-    if name in EDGE_PLANES and plane.technology == "ethernet":
-        return 1500
-    return DATA_PLANE_MTU[plane.technology]
+    return plane.mtu if plane.mtu is not None else default_mtu(name, plane.technology)[0]
+
+
+def default_mtu(name: str, technology: str) -> tuple[int, str]:
+    """The MTU a plane gets when the spec names none, and why."""
+    if name in EDGE_PLANES and technology == "ethernet":
+        return 1500, MTU_WHY["edge"]
+    if name == "storage" and technology == "infiniband":
+        return DATA_PLANE_MTU[technology], MTU_WHY["storage-ib"]
+    if name == "storage":
+        return JUMBO_MTU, MTU_WHY["storage"]
+    return DATA_PLANE_MTU[technology], MTU_WHY[technology]
 
 
 def nic_devices(plane: str, plane_spec: PlaneSpec, nic: NicSpec) -> tuple[str, ...]:

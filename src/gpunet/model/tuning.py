@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpunet.model.plan import Interface, Node, Plan
+from gpunet.model.plan import Interface, Node, Plan, Plane
 
 # Round-trip time the buffers are sized for: a 5-hop fat tree under load plus host stack jitter.
 # In-cluster RTTs are 10-100 us idle; queues at line rate push them towards a millisecond.
@@ -40,6 +40,42 @@ class Setting:
     name: str
     value: str
     why: str
+
+
+CONGESTION_KEY = "net.ipv4.tcp_congestion_control"
+DEFAULT_CONGESTION = "cubic"  # the kernel's own default, and every plane's choice below
+# Why each plane's TCP gets the algorithm it gets (README "TCP congestion control"). BBRv1 is
+# built for long paths with deep or policed buffers; inside one site it shares a link unevenly
+# between flows (bench: worst cross-leaf pair 82-94 % of line under BBR, 99 % under cubic) and
+# retransmits heavily into shallow switch buffers under incast. dctcp needs switches that mark
+# ECN on the class TCP rides: gpunet's switch configs mark only RoCE's lossless class (DCQCN), so
+# a dctcp sender would see no marks and fall back to halving on loss. htcp is for
+# high-BDP long-distance paths; in-site BDPs (100G x 1 ms = 12 MB) are cubic's range. cubic is
+# built into every distribution kernel, so it needs no module.
+CONGESTION_WHY = {
+    "management": "cubic, the kernel default: this plane also reaches the site network (gateway, DNS, "
+                  "mirrors), where it shares links with other hosts' cubic flows",
+    "ethernet": "cubic: the switches drop rather than mark ECN for TCP, so dctcp would get no marks; "
+                "BBRv1 shares a link unevenly between flows inside a site",
+    "roce": "cubic: TCP rides the default, lossy class and ECN marks only the RoCE lossless class, so "
+            "dctcp would get no marks; BBRv1 shares a link unevenly between flows",
+    "infiniband": "cubic over IPoIB: credit-based links drop nothing for congestion, so a loss-based "
+                  "algorithm backs off only at the hosts; BBR's pacing buys nothing here",
+}
+
+
+def tcp_congestion(plane: Plane) -> Setting:
+    """The TCP congestion control a plane's traffic should use, and why. The key is host-wide (per
+    network namespace, not per interface); every plane chooses cubic today, for its own reason,
+    so one value serves a node whatever planes it is on."""
+    reason = "management" if plane.name == "management" and plane.technology == "ethernet" else plane.technology
+    return Setting(CONGESTION_KEY, DEFAULT_CONGESTION, CONGESTION_WHY[reason])
+
+
+def node_congestion(plan: Plan, node: Node) -> list[tuple[Plane, Setting]]:
+    """Each plane the node's own TCP uses (an addressed host interface), with its choice."""
+    used = {i.plane for i in node.interfaces if i.plane in HOST_PLANES and i.address}
+    return [(p, tcp_congestion(p)) for p in plan.planes if p.name in used]
 
 
 def nccl_settings(plan: Plan, node: Node) -> list[Setting]:

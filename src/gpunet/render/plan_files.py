@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from gpunet.model.plan import BomLine, Plan, PlaneCapacity
+from gpunet.model.spec import default_mtu
 
 if TYPE_CHECKING:
     from gpunet.decide.cost import Costing, PricedLine
@@ -132,7 +133,17 @@ def render_summary_md(plan: Plan, costing: Costing | None = None) -> str:
         lines.append(f"| {c.plane} | {tech[c.plane]} | {c.style} | {c.tiers} | {c.endpoints} | "
                      f"{c.leaves} | {c.spines} | {c.cores} | {ratios} | {c.bisection_gbps:g} | {c.max_hops} | "
                      f"{grows} |")
-    return "\n".join(lines + _failures_md(plan) + _bom_md(plan, costing)) + "\n"
+    return "\n".join(lines + _mtu_md(plan) + _failures_md(plan) + _bom_md(plan, costing)) + "\n"
+
+
+def _mtu_md(plan: Plan) -> list[str]:
+    """Each plane's interface MTU and why: the default's reason, or the spec's own choice."""
+    lines = ["", "## MTU", "", "| plane | technology | MTU | why |", "|---|---|---|---|"]
+    for p in plan.planes:
+        mtu, why = default_mtu(p.name, p.technology)
+        told = why if p.mtu == mtu else f"set in the spec (the default would be {mtu}: {why})"
+        lines.append(f"| {p.name} | {p.technology} | {p.mtu} | {told} |")
+    return lines
 
 
 def _failures_md(plan: Plan) -> list[str]:

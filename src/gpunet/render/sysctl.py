@@ -3,8 +3,18 @@ the ARP / reverse-path settings hosts with several NICs on one subnet need."""
 
 from __future__ import annotations
 
+import textwrap
+
 from gpunet.model.plan import Node, Plan
-from gpunet.model.tuning import PLANNING_RTT_S, fastest_tcp_gbps, tcp_buffer_max, tcp_buffer_sysctls
+from gpunet.model.tuning import (
+    CONGESTION_KEY,
+    DEFAULT_CONGESTION,
+    PLANNING_RTT_S,
+    fastest_tcp_gbps,
+    node_congestion,
+    tcp_buffer_max,
+    tcp_buffer_sysctls,
+)
 from gpunet.model.types import port_range
 from gpunet.render.common import header, shared_subnet_groups
 
@@ -24,10 +34,7 @@ net.ipv4.tcp_wmem = {buffers["net.ipv4.tcp_wmem"]}
 # Probe the path MTU when ICMP "fragmentation needed" is lost (an MTU mismatch otherwise hangs
 # large transfers while small ones work).
 net.ipv4.tcp_mtu_probing = 1
-# BBR keeps throughput under the shallow-buffer loss of datacentre switches (the module loads
-# on first use).
-net.ipv4.tcp_congestion_control = bbr
-# Do not reuse a previous connection's slow-start threshold for a new one.
+{_congestion(plan, node)}# Do not reuse a previous connection's slow-start threshold for a new one.
 net.ipv4.tcp_no_metrics_save = 1
 # Ports a connection's own end takes (and NCCL, MPI and PMIx listen on): the job-bootstrap flow
 # the firewall opens, kept below Slurm's SrunPortRange so the two never collide.
@@ -49,6 +56,18 @@ net.ipv4.conf.default.rp_filter = 2
 """
 
 
+def _congestion(plan: Plan, node: Node) -> str:
+    """The congestion-control key with each plane's reason. The key is per network namespace, not
+    per interface: the planes agree (model/tuning.py), so no route needs its own `congctl`."""
+    chosen = node_congestion(plan, node)
+    value = chosen[0][1].value if chosen else DEFAULT_CONGESTION
+    lines = [line for p, c in chosen for line in textwrap.wrap(
+        f"{p.name} ({p.technology} {p.speed_gbps}G, MTU {p.mtu}): {c.why}", width=96,
+        initial_indent="#   ", subsequent_indent="#     ")]
+    return "\n".join(["# TCP congestion control, chosen per plane; the key is per network namespace, not per",
+                      "# interface, so the planes agree on it:", *lines, f"{CONGESTION_KEY} = {value}", ""])
+
+
 def _ports(plan: Plan) -> str:
     span = port_range(plan.site.ephemeral_ports)
     return f"{span.low} {span.high}" if span else "32768 60999"
@@ -63,6 +82,6 @@ net.core.rmem_max = {top}
 net.core.wmem_max = {top}
 # Packets queued per CPU between the NIC and the stack: 100G+ bursts overflow the 1000 default.
 net.core.netdev_max_backlog = 250000
-# Fair queueing paces each flow (BBR and TCP pacing rely on it for smooth sending).
+# Fair queueing paces each flow (TCP pacing relies on it for smooth sending).
 net.core.default_qdisc = fq
 """

@@ -3,6 +3,7 @@ its design problems located in its YAML. The built-in example when no file is na
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from gpunet.design import design
@@ -33,7 +34,13 @@ def design_loaded(spec: Spec, source: SourceMap, baseline: Plan | None = None) -
         plan = design(spec, baseline)
     except DesignError as exc:
         raise DesignError([source.locate(p) for p in exc.problems]) from None
-    return plan, [source.locate(w) for w in spec_warnings(spec)]
+    return plan, once(source.locate(w) for w in spec_warnings(spec))
+
+
+def once(problems: Iterable[SpecProblem]) -> list[SpecProblem]:
+    """Each problem once, in the order first found: two checks, or one check over planes that share
+    a key path, may find the same thing at the same place, and `validate`/`plan` print each one."""
+    return list(dict.fromkeys(problems))
 
 
 def plan_of(source: Path | None) -> Plan:
