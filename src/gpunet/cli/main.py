@@ -109,9 +109,9 @@ def main(
 @handles_errors
 def validate(spec: SpecArg, as_json: JsonOpt = False) -> None:
     """Check a spec: exit 0, or exit 2 with file:line:col: message (hint) per problem."""
-    from gpunet.api import plans
+    from gpunet.api import specs  # not plans: the renderers and the catalog are not needed to validate
 
-    plan, warnings = plans.validate_spec(spec)
+    plan, warnings = specs.validate_spec(spec)
     if as_json:
         print(json.dumps({"valid": True, "file": str(spec), "nodes": len(plan.nodes),
                           "warnings": [str(w) for w in warnings]}))
@@ -211,9 +211,9 @@ def flows(
     as_json: JsonOpt = False,
 ) -> None:
     """The traffic the cluster needs: every flow the firewalls admit, Slurm and NCCL use, doctor checks."""
-    from gpunet.api import plans
+    from gpunet.api import specs
 
-    found = plans.flows(source)
+    found = specs.flows(source)
     if as_json:
         print(json.dumps([f.model_dump(mode="json") for f in found], indent=1))
         return
@@ -249,13 +249,13 @@ def _sources(flow: Flow) -> str:
 @app.command()
 def examples(as_json: JsonOpt = False) -> None:
     """List the built-in example specs."""
-    from gpunet.api import plans
+    from gpunet.api import specs
 
     if as_json:
-        print(json.dumps(plans.EXAMPLES, indent=1))
+        print(json.dumps(specs.EXAMPLES, indent=1))
         return
     table = Table("name", "what it is")
-    for name, text in plans.EXAMPLES.items():
+    for name, text in specs.EXAMPLES.items():
         table.add_row(name, text)
     print_table(table)
 
@@ -269,9 +269,9 @@ def init(
     as_json: JsonOpt = False,
 ) -> None:
     """Write a built-in example spec to start from."""
-    from gpunet.api import plans
+    from gpunet.api import specs
 
-    plans.init_example(example, out, force=force)
+    specs.init_example(example, out, force=force)
     if as_json:
         print(json.dumps({"wrote": str(out), "example": example}))
         return
