@@ -23,7 +23,8 @@ from importlib import import_module
 from types import ModuleType
 from typing import Any
 
-FAMILIES = ("specs", "plans", "compare", "lab", "fleet", "doctor", "apply", "bench", "fabric", "monitor", "report", "sim")
+FAMILIES = ("specs", "plans", "compare", "lab", "fleet", "doctor", "apply", "bench", "fabric", "monitor", "report",
+            "sim")
 # The entry points most library callers start from, each from the family that owns it.
 SHORTCUTS = {name: "plans" for name in ("design_spec", "load_plan", "management_addresses", "plan_into", "plan_spec",
                                         "render_plan", "validate_spec", "write_plan")}
