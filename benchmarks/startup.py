@@ -45,11 +45,18 @@ def seconds(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return elapsed, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
-def measure(argv: list[str], runs: int, env: dict[str, str]) -> dict[str, float]:
+def measure(command: str, argv: list[str], runs: int, env: dict[str, str], *, target: bool) -> dict[str, object]:
     seconds(argv, env)  # the warm-up: writes any bytecode missing
     walls, cpus = zip(*(seconds(argv, env) for _ in range(runs)), strict=True)
-    return {"median_s": statistics.median(walls), "min_s": min(walls), "max_s": max(walls),
-            "cpu_median_s": statistics.median(cpus)}
+    median = statistics.median(walls)
+    return {"command": command, "target": target, "median_s": median, "min_s": min(walls), "max_s": max(walls),
+            "cpu_median_s": statistics.median(cpus), "pass": median < TARGET_S}
+
+
+def line(row: dict[str, object]) -> str:
+    verdict = ("PASS" if row["pass"] else "FAIL") if row["target"] else "(no target)"
+    return (f"  {row['command']:<40} median {row['median_s']:.3f} s  min {row['min_s']:.3f}  max {row['max_s']:.3f}  "
+            f"(CPU {row['cpu_median_s']:.3f})  {verdict}")
 
 
 def main() -> None:
@@ -62,23 +69,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / f"{DEFAULT_EXAMPLE}.yaml"
         spec.write_text(example_text(DEFAULT_EXAMPLE))
-        targeted = [["--help"], ["validate", str(spec)]]
-        rows = [{"command": " ".join(["gpunet", *a]).replace(str(spec), f"<{DEFAULT_EXAMPLE}.yaml>"), "target": True,
-                 **measure(a, args.runs, env)} for a in targeted]
-        rows += [{"command": " ".join(["gpunet", *a]), "target": False, **measure(a, args.runs, env)}
-                 for a in (INFORMATION if args.more else ())]
-    for row in rows:
-        row["pass"] = row["median_s"] < TARGET_S
+        rows = [measure("gpunet --help", ["--help"], args.runs, env, target=True),
+                measure(f"gpunet validate <{DEFAULT_EXAMPLE}.yaml>", ["validate", str(spec)], args.runs, env,
+                        target=True)]
+        rows += [measure(" ".join(["gpunet", *argv]), argv, args.runs, env, target=False)
+                 for argv in (INFORMATION if args.more else ())]
     met = all(r["pass"] for r in rows if r["target"])
     if args.json:
         print(json.dumps({"runs": args.runs, "target_s": TARGET_S, "load": os.getloadavg()[0], "commands": rows,
                           "met": met}, indent=1))
     else:
         print(f"{args.runs} runs each, load {os.getloadavg()[0]:.2f}; target: median under {TARGET_S} s")
-        for row in rows:
-            verdict = ("PASS" if row["pass"] else "FAIL") if row["target"] else "(no target)"
-            print(f"  {row['command']:<40} median {row['median_s']:.3f} s  min {row['min_s']:.3f}  "
-                  f"max {row['max_s']:.3f}  (CPU {row['cpu_median_s']:.3f})  {verdict}")
+        print("\n".join(line(row) for row in rows))
     sys.exit(0 if met else 1)
 
 

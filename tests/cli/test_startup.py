@@ -22,7 +22,7 @@ from gpunet.spec.examples import DEFAULT_EXAMPLE, example_text
 
 runner = CliRunner()
 GROUP = typer_main.get_command(app)
-NAMES = GROUP.list_commands(None)  # type: ignore[attr-defined,arg-type]
+NAMES = GROUP.list_commands(None)  # type: ignore[attr-defined]
 # Never imported by `--help`, nor by `validate` (which needs pydantic, PyYAML and ClusterShell's
 # NodeSet, and nothing more of a third party's than typer and rich).
 HEAVY = ("numpy", "networkx", "prometheus_client", "bcrypt", "matplotlib", "gpunet.render", "gpunet.decide",
@@ -32,7 +32,7 @@ NOT_FOR_HELP = (*HEAVY, "pydantic", "yaml", "ClusterShell", "gpunet.model", "gpu
 
 
 def first_paragraph(name: str) -> str:
-    command = GROUP.get_command(None, name)  # type: ignore[attr-defined,arg-type]
+    command = GROUP.get_command(None, name)  # type: ignore[attr-defined]
     assert command is not None and command.help is not None, name
     return inspect.cleandoc(command.help).split("\n\n")[0]
 
@@ -64,8 +64,8 @@ def test_each_commands_help_works(name: str) -> None:
     assert f"gpunet {name}" in shown.stdout and first_paragraph(name).split()[0] in shown.stdout
 
 
-def imported_by(argv: list[str]) -> dict[str, object]:
-    """Run the CLI with argv in a fresh interpreter; its exit code and every module it imported."""
+def imported_by(argv: list[str]) -> tuple[int, list[str]]:
+    """Run the CLI with argv in a fresh interpreter: its exit code and every module it imported."""
     script = textwrap.dedent(f"""
         import json, sys
         from gpunet.cli.main import app
@@ -73,27 +73,27 @@ def imported_by(argv: list[str]) -> dict[str, object]:
             app({argv!r}, prog_name="gpunet")
         except SystemExit as done:
             code = done.code
-        print(json.dumps({{"code": code, "modules": sorted(sys.modules)}}))
+        print(json.dumps([code, sorted(sys.modules)]))
     """)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
-    return json.loads(done.stdout.splitlines()[-1])  # type: ignore[no-any-return]
+    code, modules = json.loads(done.stdout.splitlines()[-1])
+    return code, modules
 
 
-def heavy_in(modules: object, names: tuple[str, ...]) -> list[str]:
-    assert isinstance(modules, list)
+def among(modules: list[str], names: tuple[str, ...]) -> list[str]:
     return sorted(m for m in modules if any(m == n or m.startswith(n + ".") for n in names))
 
 
 def test_help_imports_no_command_module_and_no_model() -> None:
-    run = imported_by(["--help"])
-    assert run["code"] == 0
-    assert heavy_in(run["modules"], NOT_FOR_HELP) == []
+    code, modules = imported_by(["--help"])
+    assert code == 0
+    assert among(modules, NOT_FOR_HELP) == []
 
 
 def test_validate_imports_no_renderer_catalog_fleet_or_numpy(tmp_path: Path) -> None:
     spec = tmp_path / "cluster.yaml"
     spec.write_text(example_text(DEFAULT_EXAMPLE))
-    run = imported_by(["validate", str(spec)])
-    assert run["code"] == 0
-    assert heavy_in(run["modules"], HEAVY) == []
-    assert "gpunet.api.specs" in run["modules"]  # what validated it: the test is not vacuous
+    code, modules = imported_by(["validate", str(spec)])
+    assert code == 0
+    assert among(modules, HEAVY) == []
+    assert "gpunet.api.specs" in modules  # what validated it: the test is not vacuous
