@@ -1,6 +1,7 @@
 """gpunet's library face: one module per command family, each with its own `__all__`.
 
-    plans    validate, design and write a plan, render nodes' configuration, flows, examples
+    specs    read, validate and design a spec; flows, examples (no renderers: `gpunet validate`)
+    plans    the same and: write a plan's files, render nodes' configuration, price the parts
     compare  designs side by side; a plan's cost, growth headroom and failure figures
     lab      the Plan in network namespaces, and its InfiniBand fabric in the simulator
     fleet    one command on many nodes, files to and from them, captures, detached runs
@@ -22,7 +23,8 @@ from importlib import import_module
 from types import ModuleType
 from typing import Any
 
-FAMILIES = ("plans", "compare", "lab", "fleet", "doctor", "apply", "bench", "fabric", "monitor", "report", "sim")
+FAMILIES = ("specs", "plans", "compare", "lab", "fleet", "doctor", "apply", "bench", "fabric", "monitor", "report",
+            "sim")
 # The entry points most library callers start from, each from the family that owns it.
 SHORTCUTS = {name: "plans" for name in ("design_spec", "load_plan", "management_addresses", "plan_into", "plan_spec",
                                         "render_plan", "validate_spec", "write_plan")}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import typer.main
@@ -15,28 +15,21 @@ from rich.table import Table
 from rich.text import Text
 from typer import _click as click
 from typer._click.exceptions import UsageError as ClickUsageError
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from gpunet import __version__
+from gpunet.cli.commands import LAZY
 from gpunet.cli.console import cell, print_table, shown, stderr, stdout
 from gpunet.cli.errors import EXIT_BAD_INPUT, error_body, handles_errors
 from gpunet.cli.options import JsonOpt, OutOpt, modernize
-from gpunet.errors import SpecProblem
-from gpunet.model.flows import Flow
-from gpunet.model.nodeset import spaced
-from gpunet.model.plan import Plan
 
-# Commands in their own modules, imported when named: `gpunet doctor` does not load the lab,
-# bench and monitor packages (networkx, prometheus_client), which would double its start-up.
-LAZY: dict[str, tuple[str, str]] = {
-    "lab": ("gpunet.cli.lab", "app"), "apply": ("gpunet.cli.apply", "app"),
-    "fleet": ("gpunet.cli.fleet", "app"), "bench": ("gpunet.cli.bench", "app"),
-    "cabling": ("gpunet.cli.cabling", "app"), "ibsim": ("gpunet.cli.ibsim", "app"),
-    "localize": ("gpunet.cli.localize", "localize"), "doctor": ("gpunet.cli.doctor", "doctor"),
-    "probe": ("gpunet.cli.doctor", "probe"), "exporter": ("gpunet.cli.exporter", "exporter"),
-    "compare": ("gpunet.cli.compare", "compare"), "report": ("gpunet.cli.report", "report"),
-    "sim": ("gpunet.cli.sim", "sim"), "place": ("gpunet.cli.place", "place_job"),
-}
+if TYPE_CHECKING:  # the models' classes cost a tenth of a second to build: `--help` needs none of them
+    from gpunet.errors import SpecProblem
+    from gpunet.model.flows import Flow
+    from gpunet.model.plan import Plan
+
+LISTING = "gpunet_listing"  # ctx.meta: `gpunet --help` is listing the commands, not running one
+
 # the render targets, written out so `--help` need not import the renderers (a test holds it to them)
 TARGETS_HELP = ("netplan, networkmanager, sysctl, nftables, firewalld, sshd, hosts, nccl, ntp, roce_qos, ssh_config, "
                 "slurm, ansible, clustershell, prometheus, grafana, frr, sonic, nvue")
@@ -51,11 +44,20 @@ class LazyGroup(TyperGroup):
         known = {*super().list_commands(ctx), *LAZY}
         return [n for n in ORDER if n in known] + sorted(known - set(ORDER))
 
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The listing of the commands takes each one's summary from LAZY, not from its module."""
+        ctx.meta[LISTING] = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            del ctx.meta[LISTING]
+
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in LAZY:
             return super().get_command(ctx, cmd_name)
-        module, attribute = LAZY[cmd_name]
-        target = getattr(importlib.import_module(module), attribute)
+        if ctx is not None and ctx.meta.get(LISTING):  # None: a caller walking the tree outside a run
+            return TyperCommand(cmd_name, help=LAZY[cmd_name].summary)
+        target = getattr(importlib.import_module(LAZY[cmd_name].module), LAZY[cmd_name].attribute)
         if isinstance(target, typer.Typer):
             command: click.Command = typer.main.get_group(target)
         else:
@@ -107,9 +109,9 @@ def main(
 @handles_errors
 def validate(spec: SpecArg, as_json: JsonOpt = False) -> None:
     """Check a spec: exit 0, or exit 2 with file:line:col: message (hint) per problem."""
-    from gpunet.api import plans
+    from gpunet.api import specs  # not plans: the renderers and the catalog are not needed to validate
 
-    plan, warnings = plans.validate_spec(spec)
+    plan, warnings = specs.validate_spec(spec)
     if as_json:
         print(json.dumps({"valid": True, "file": str(spec), "nodes": len(plan.nodes),
                           "warnings": [str(w) for w in warnings]}))
@@ -209,9 +211,9 @@ def flows(
     as_json: JsonOpt = False,
 ) -> None:
     """The traffic the cluster needs: every flow the firewalls admit, Slurm and NCCL use, doctor checks."""
-    from gpunet.api import plans
+    from gpunet.api import specs
 
-    found = plans.flows(source)
+    found = specs.flows(source)
     if as_json:
         print(json.dumps([f.model_dump(mode="json") for f in found], indent=1))
         return
@@ -233,6 +235,8 @@ def flows(
 
 def _terms(nodes: str) -> list[str]:
     """A folded NodeSet a pattern a line: a table wraps between patterns, never inside one."""
+    from gpunet.model.nodeset import spaced  # ClusterShell's NodeSet: only `flows` prints one
+
     return spaced(nodes).split(", ") if nodes else []
 
 
@@ -245,13 +249,13 @@ def _sources(flow: Flow) -> str:
 @app.command()
 def examples(as_json: JsonOpt = False) -> None:
     """List the built-in example specs."""
-    from gpunet.api import plans
+    from gpunet.api import specs
 
     if as_json:
-        print(json.dumps(plans.EXAMPLES, indent=1))
+        print(json.dumps(specs.EXAMPLES, indent=1))
         return
     table = Table("name", "what it is")
-    for name, text in plans.EXAMPLES.items():
+    for name, text in specs.EXAMPLES.items():
         table.add_row(name, text)
     print_table(table)
 
@@ -265,9 +269,9 @@ def init(
     as_json: JsonOpt = False,
 ) -> None:
     """Write a built-in example spec to start from."""
-    from gpunet.api import plans
+    from gpunet.api import specs
 
-    plans.init_example(example, out, force=force)
+    specs.init_example(example, out, force=force)
     if as_json:
         print(json.dumps({"wrote": str(out), "example": example}))
         return
