@@ -61,7 +61,7 @@ def sha256(path: Path) -> str:
 def through_gpunet(source: Path, dest: Path, out: Path) -> float:
     start = time.monotonic()
     for args in (["copy", "gpu[1-8]", "--lab", LAB, str(source), str(dest)],
-                 ["gather", "gpu[1-8]", "--lab", LAB, str(dest / source.name), str(out)]):
+                 ["gather", "gpu[1-8]", "--lab", LAB, str(dest / source.name), str(out), "--mkdir"]):
         subprocess.run([sys.executable, "-m", "gpunet", "fleet", *args], check=True, capture_output=True)
     return time.monotonic() - start
 

@@ -273,3 +273,20 @@ def test_bench_run_detached_is_the_same_command_found_by_name(tmp_path: Path) ->
     record = json.loads((tmp_path / "state" / "gpunet" / "runs" / "sweep-a.json").read_text())
     assert "--detach" not in record["command"] and str(tmp_path / "state" / "gpunet" / "bench.sqlite") in \
         record["command"]
+
+
+def test_the_worst_pairs_caption_and_reasons_count_what_is_there(tmp_path: Path) -> None:
+    """A chain of 18 nodes (17 pairs) is no "20 worst of 17"; and inconclusive pairs past the
+    table are counted, not dropped with it."""
+    path = tmp_path / "b.sqlite"
+    chain = [m(f"gpu{i}", f"gpu{i + 1}", 9.0) for i in range(1, 18)]
+    save_run(path, plan_hash="h", tool="iperf3", pattern="ring", arguments="", measurements=chain)
+    names = [f"gpu{i}" for i in range(1, 21)]
+    pairs = [m(a, b, 9.0, "inconclusive", reason=f"client {a}: busy")
+             for i, a in enumerate(names) for b in names[i + 1:]]
+    save_run(path, plan_hash="h", tool="iperf3", pattern="all-pairs", arguments="", measurements=pairs[:30])
+    small = runner.invoke(app, ["bench", "show", "1", "--db", str(path)])
+    assert "all 17 pairs, worst first" in small.stdout and "worst of" not in small.stdout, small.stdout
+    many = runner.invoke(app, ["bench", "show", "2", "--db", str(path)])
+    assert "the 20 worst of 30 pairs" in many.stdout
+    assert many.stdout.count("inconclusive gpu") == 20 and "... and 10 more inconclusive" in many.stdout

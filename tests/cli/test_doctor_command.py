@@ -33,3 +33,21 @@ def test_doctor_refuses_a_node_not_in_the_plan(tmp_path: Path) -> None:
     runner.invoke(app, ["plan", "-o", str(tmp_path)])
     result = runner.invoke(app, ["doctor", "--plan", str(tmp_path / "plan.json"), "--node", "nosuchnode"])
     assert result.exit_code == 2 and "not a node of the plan" in result.output
+
+
+def test_fleet_doctor_counts_only_the_nodes_it_judged() -> None:
+    """Two nodes answered with no failing finding, one never did: "3 nodes: no failing finding"
+    would pass a node nobody looked at."""
+    from gpunet.cli import doctor as doctor_cli  # noqa: PLC0415
+    from gpunet.fleet import FleetResult, NodeOutcome  # noqa: PLC0415
+    from gpunet.fleet.doctor import fold_doctor  # noqa: PLC0415
+
+    answer = json.dumps({"findings": []})
+    result = FleetResult(command="doctor", outcomes={
+        "n1": NodeOutcome(node="n1", rc=0, stdout=answer), "n2": NodeOutcome(node="n2", rc=0, stdout=answer),
+        "n3": NodeOutcome(node="n3", rc=255, stderr="ssh: connect to host n3 port 22: No route to host")})
+    report = fold_doctor(result)
+    assert report.unjudged == 1
+    assert doctor_cli._fleet_summary(report) == "2 of 3 node(s) judged: no failing finding; not judged (1): n3"
+    everyone = fold_doctor(FleetResult(command="doctor", outcomes=dict(list(result.outcomes.items())[:2])))
+    assert doctor_cli._fleet_summary(everyone) == "2 node(s) judged: no failing finding"

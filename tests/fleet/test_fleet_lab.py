@@ -58,7 +58,7 @@ def test_copy_to_every_server_and_gather_back_over_ssh(lab: LabState, tmp_path: 
     copied = copy_to(runner, SERVERS, source, str(dest))
     assert copied.failed == [] and {o.path for o in copied.outcomes.values()} == {str(dest / "weights.bin")}
     assert _sha(dest / "weights.bin") == _sha(source) and [p.name for p in dest.iterdir()] == ["weights.bin"]
-    gathered = gather_from(runner, SERVERS, str(dest / "weights.bin"), out)
+    gathered = gather_from(runner, SERVERS, str(dest / "weights.bin"), out, mkdir=True)
     assert gathered.failed == [] and gathered.bytes == 8 * 3_000_000
     assert {_sha(out / node / "weights.bin") for node in SERVERS} == {_sha(source)}
     assert sorted(p.name for p in out.iterdir()) == list(SERVERS)  # no staging left
@@ -98,7 +98,7 @@ def test_copy_and_gather_through_a_gateway_in_clustershells_tree_mode(lab: LabSt
     assert {g["stdout"].split()[0] for g in json.loads(seen.stdout)["groups"]} == {gateway}, seen.stdout
     copied = gpunet("fleet", "copy", "gpu[1-3]", "--lab", LAB, str(source), str(dest), "--json", env=env)
     gathered = gpunet("fleet", "gather", "gpu[1-3]", "--lab", LAB, str(dest / "notes.txt"),
-                      str(tmp_path / "out"), "--json", env=env)
+                      str(tmp_path / "out"), "--mkdir", "--json", env=env)
     assert copied.returncode == gathered.returncode == 0, copied.stdout + gathered.stdout
     assert {_sha(tmp_path / "out" / n / "notes.txt") for n in ("gpu1", "gpu2", "gpu3")} == {_sha(source)}
 

@@ -16,6 +16,7 @@ import pytest
 from ClusterShell.NodeSet import NodeSet
 from typer.testing import CliRunner
 
+from gpunet.api import fleet as fleet_api
 from gpunet.cli.main import app
 from gpunet.errors import ParseError, UsageError
 from gpunet.fleet import local_runner
@@ -50,7 +51,7 @@ def test_copy_then_gather_through_the_exec_transport(tmp_path: Path) -> None:
     assert copied.packed_bytes < copied.bytes  # the JSON compresses
     assert _digests(dest / "model") == _digests(source) and os.readlink(dest / "model" / "latest") == "shards/a.bin"
     assert sorted(p.name for p in dest.iterdir()) == ["model"]  # no staging left beside it
-    gathered = gather_from(local_runner(), NodeSet("n[1-2]"), str(dest / "model"), out)
+    gathered = gather_from(local_runner(), NodeSet("n[1-2]"), str(dest / "model"), out, mkdir=True)
     assert gathered.failed == [] and gathered.files == 8
     assert _digests(out / "n1" / "model") == _digests(out / "n2" / "model") == _digests(source)
     assert sorted(p.name for p in out.iterdir()) == ["n1", "n2"]
@@ -78,7 +79,7 @@ def test_a_single_incompressible_file_travels_as_itself_and_stays_on_the_node(tm
     checkpoint = tmp_path / "node" / "ckpt.pt"
     checkpoint.parent.mkdir()
     checkpoint.write_bytes(os.urandom(2_000_000))
-    result = gather_from(local_runner(), NodeSet("n[1-3]"), str(checkpoint), tmp_path / "out")
+    result = gather_from(local_runner(), NodeSet("n[1-3]"), str(checkpoint), tmp_path / "out", mkdir=True)
     assert result.failed == [] and result.compress == "raw" and result.bytes == 6_000_000
     assert {_digests(tmp_path / "out" / n)["ckpt.pt"] for n in ("n1", "n2", "n3")} == {
         hashlib.sha256(checkpoint.read_bytes()).hexdigest()}
@@ -89,6 +90,51 @@ def test_a_missing_destination_directory_is_named(tmp_path: Path) -> None:
     result = copy_to(local_runner(), NodeSet("n1"), _tree(tmp_path), str(tmp_path / "nowhere"))
     assert result.failed == ["n1"] and "no directory" in (result.outcomes["n1"].error or "")
     assert not (tmp_path / "nowhere").exists()
+
+
+def _on_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fleet copy|gather` through the CLI with this machine playing every node (exec transport)."""
+    class Here:
+        def runner(self) -> object:
+            return local_runner()
+
+    monkeypatch.setattr(fleet_api, "reach", lambda nodes, **_: (NodeSet(nodes), Here()))
+
+
+def test_copy_refuses_a_missing_destination_before_sending_anything(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    _on_this_machine(monkeypatch)
+    source, dest = _tree(tmp_path), tmp_path / "nowhere" / "deeper"
+    done = CliRunner().invoke(app, ["fleet", "copy", "n[1-3]", str(source), str(dest)])
+    assert done.exit_code == 2, done.output
+    assert "nothing sent" in done.stderr and "n[1-3]: no directory" in done.stderr and "--mkdir" in done.stderr
+    assert not (tmp_path / "nowhere").exists()
+    (tmp_path / "file").write_text("a file, not a directory")
+    done = CliRunner().invoke(app, ["fleet", "copy", "n1", str(source), str(tmp_path / "file"), "--mkdir"])
+    assert done.exit_code == 2 and "is not a directory" in done.stderr, done.output
+    assert (tmp_path / "file").read_text() == "a file, not a directory"
+
+
+def test_copy_with_mkdir_creates_the_destination_then_copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _on_this_machine(monkeypatch)
+    source, dest = _tree(tmp_path), tmp_path / "new" / "models"
+    done = CliRunner().invoke(app, ["fleet", "copy", "n[1-2]", str(source), str(dest), "--mkdir", "--json"])
+    assert done.exit_code == 0, done.output
+    assert {n: o["ok"] for n, o in json.loads(done.stdout)["outcomes"].items()} == {"n1": True, "n2": True}
+    assert _digests(dest / "model") == _digests(source)
+
+
+def test_gather_refuses_a_missing_output_directory_unless_mkdir(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    _on_this_machine(monkeypatch)
+    source, out = _tree(tmp_path), tmp_path / "logs" / "today"
+    done = CliRunner().invoke(app, ["fleet", "gather", "n[1-2]", str(source), str(out)])
+    assert done.exit_code == 2, done.output
+    assert "nothing fetched" in done.stderr and "does not exist" in done.stderr and "--mkdir" in done.stderr
+    assert not (tmp_path / "logs").exists()
+    done = CliRunner().invoke(app, ["fleet", "gather", "n[1-2]", str(source), str(out), "--mkdir"])
+    assert done.exit_code == 0, done.output
+    assert _digests(out / "n1" / "model") == _digests(out / "n2" / "model") == _digests(source)
 
 
 def test_a_file_that_vanishes_while_it_is_packed_stops_the_copy(tmp_path: Path) -> None:

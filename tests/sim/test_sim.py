@@ -107,6 +107,8 @@ def test_cables_are_named_as_cabling_csv_names_them(su: Plan) -> None:
     ({}, ["comp-leaf999"], None, "comp-leaf001"),
     ({}, ["gpu001:ib9"], None, "cabling.csv"),
     ({}, [], ["gpu999"], "gpu[001-032]"),
+    ({}, [], ["gpu002", "gpu001", "gpu002", "gpu003", "gpu001"], "the job names gpu[001-002] twice"),
+    ({}, [], [], "the job has no node on plane compute"),
     ({"collective": "sendrecv"}, [], None, "pairs"),
 ])
 def test_bad_input_names_the_choices(su: Plan, options: dict[str, object], down: list[str],

@@ -108,15 +108,20 @@ def attach(access: RunAccess, name: str) -> list[str]:
 
 
 def copy(reached: Reach, nodes: NodeSet, source: Path, dest: str, *, compress: str, timeout: float,
-         progress: Phase | None = None) -> TransferResult:
-    """SOURCE to DEST on every node, packed once, checked with sha256 there, renamed into place."""
-    return copy_to(reached.runner(), nodes, source, dest, compress=compress, progress=progress, timeout=timeout)
+         progress: Phase | None = None, mkdir: bool = False) -> TransferResult:
+    """SOURCE to DEST on every node, packed once, checked with sha256 there, renamed into place.
+    DEST is checked on every node first: missing anywhere refuses the copy (nothing sent), or
+    with `mkdir` it is created."""
+    return copy_to(reached.runner(), nodes, source, dest, compress=compress, progress=progress, timeout=timeout,
+                   missing_dest="create" if mkdir else "refuse")
 
 
 def gather(reached: Reach, nodes: NodeSet, source: str, out: Path, *, compress: str, timeout: float,
-           progress: Phase | None = None) -> TransferResult:
-    """SOURCE from every node into OUT/<node>/, checked here, never half-written."""
-    return gather_from(reached.runner(), nodes, source, out, compress=compress, progress=progress, timeout=timeout)
+           progress: Phase | None = None, mkdir: bool = False) -> TransferResult:
+    """SOURCE from every node into OUT/<node>/, checked here, never half-written; OUT must exist
+    unless `mkdir`."""
+    return gather_from(reached.runner(), nodes, source, out, compress=compress, progress=progress, timeout=timeout,
+                       mkdir=mkdir)
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,13 @@ from pathlib import Path
 
 from gpunet.errors import UsageError
 from gpunet.lab import build, faults, ibsim
+from gpunet.lab.ibsim import RoutingUsed
 from gpunet.lab.ibsim_state import IbFault, IbsimState, read_sim
 from gpunet.lab.sshconfig import SSH_CONFIG, lab_ssh_config
 from gpunet.lab.state import Fault, LabState, lab_dir
 from gpunet.spec.plan import plan_of
 
-__all__ = ["Fault", "IbsimState", "LabState", "exec_argv", "fault", "heal", "ibsim_down", "ibsim_fault",
+__all__ = ["Fault", "IbsimState", "LabState", "RoutingUsed", "exec_argv", "fault", "heal", "ibsim_down", "ibsim_fault",
            "ibsim_heal", "ibsim_status", "ibsim_tool", "ibsim_up", "lab_down", "lab_up", "routing_used",
            "ssh_config", "status"]
 
@@ -113,6 +114,7 @@ def ibsim_down(sim: str) -> bool:
     return ibsim.ibsim_down(sim)
 
 
-def routing_used(state: IbsimState) -> str:
-    """The routing engine opensm's last sweep used (and why ftree was refused, if it was)."""
-    return ibsim.routing_used(state)
+def routing_used(state: IbsimState) -> RoutingUsed:
+    """The routing engine opensm's last sweep used, of the -R list it was given (and why ftree was
+    refused, if it was); str() of it is the one line `ibsim status` prints."""
+    return ibsim.routing_report(state)

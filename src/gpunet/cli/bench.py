@@ -172,8 +172,9 @@ def _print_worst(results: list[Measurement], counts: Counter[str] | None = None)
     """The worst pairs (not ok first, then the lowest %), and how many of each status in all."""
     ranked = sorted(results, key=lambda m: (m.status == "ok", m.percent_of_expected or 0.0))
     counts = counts or Counter[str](m.status for m in results)
-    table = Table("from", "to", "rail", "measured", "expected", "%", "status", box=box.SIMPLE_HEAD,
-                  caption=f"the {WORST_SHOWN} worst of {counts.total()} pairs; --png or --json for all")
+    caption = (f"the {WORST_SHOWN} worst of {counts.total()} pairs; --png or --json for all"
+               if counts.total() > WORST_SHOWN else f"all {counts.total()} pairs, worst first")
+    table = Table("from", "to", "rail", "measured", "expected", "%", "status", box=box.SIMPLE_HEAD, caption=caption)
     for m in ranked[:WORST_SHOWN]:
         colour = STATUS_COLOURS.get(m.status, "red")
         pct = m.percent_of_expected
@@ -182,7 +183,7 @@ def _print_worst(results: list[Measurement], counts: Counter[str] | None = None)
                       f"[{colour}]{escape(m.status)}[/{colour}]")
     print_table(table)
     stdout.print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())), soft_wrap=True)
-    _print_reasons(ranked[:WORST_SHOWN])
+    _print_reasons(ranked)  # the first of each status, and how many more: not only those in the table
 
 
 def _print_reasons(results: list[Measurement]) -> None:

@@ -11,7 +11,7 @@ from rich import box
 from rich.table import Table
 
 from gpunet.api.fabric import CablingReport, CablingSource, cabling_check
-from gpunet.cli.console import cell, print_table, stderr, stdout
+from gpunet.cli.console import cell, print_table, stderr
 from gpunet.cli.errors import EXIT_FINDINGS, handles_errors
 from gpunet.cli.options import IbsimOpt, JsonOpt, KeyOpt, LabExecOpt, OptionalNodesArg, PlanOpt, UserOpt
 from gpunet.model.nodeset import describe
@@ -65,7 +65,7 @@ def _print(report: CablingReport, show_all: bool) -> None:
         bad = total - sum(counts[plane, v] for v in ("ok", "unchecked", "unknown"))
         summary.add_row(plane, str(total), str(counts[plane, "ok"]), f"[red]{bad}[/red]" if bad else "0",
                         str(counts[plane, "unchecked"]), str(counts[plane, "unknown"]))
-    stdout.print(summary)
+    print_table(summary)
     if report.findings:
         findings = Table(box=box.SIMPLE_HEAD)
         findings.add_column("finding", no_wrap=True)
@@ -74,7 +74,7 @@ def _print(report: CablingReport, show_all: bool) -> None:
         for f in report.findings:
             findings.add_row(f"[red]{f.kind}[/red]", cell("\n".join(f.cables) or "-"),
                              cell(f.observed.replace(" and ", "\n").replace("; ", "\n")), cell(f.fix))
-        stdout.print(findings)
+        print_table(findings)
     if show_all:
         _print_cables(report)
     for note in report.notes:

@@ -108,10 +108,17 @@ def _print_fleet(report: FleetDoctorReport, show_pass: bool, as_json: bool) -> N
     print_table(table)
     for nodes, why in report.unreachable.items():
         stdout.print(f"[red]no findings[/red] {shown(nodes)}: {shown(why)}", markup=True)
-    failing = [f for f in report.findings if f.verdict == "fail"]
-    unjudged = f"; not judged: {shown(', '.join(report.unreachable))}" if report.unreachable else ""
-    verdict = f"{len(failing)} failing finding(s)" if failing else "no failing finding"
-    stdout.print(f"{report.nodes} nodes: {verdict}{unjudged}", highlight=False)
+    stdout.print(_fleet_summary(report), highlight=False)
+
+
+def _fleet_summary(report: FleetDoctorReport) -> str:
+    """How many nodes were judged, of how many asked: a node that sent no findings is no pass."""
+    failing = sum(f.verdict == "fail" for f in report.findings)
+    verdict = f"{failing} failing finding(s)" if failing else "no failing finding"
+    if not report.unreachable:
+        return f"{report.nodes} node(s) judged: {verdict}"
+    return (f"{report.nodes - report.unjudged} of {report.nodes} node(s) judged: {verdict}; "
+            f"not judged ({report.unjudged}): {shown(', '.join(report.unreachable))}")
 
 
 @handles_errors

@@ -20,6 +20,7 @@ import typer
 from rich.markup import escape
 
 from gpunet.cli.console import printable, stderr
+from gpunet.cli.interrupts import Interrupted, exit_status, interruptible
 from gpunet.errors import INPUT_ERRORS, GpunetError, SpecError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_COULD_NOT = 0, 1, 2, 3
@@ -54,14 +55,28 @@ def report(error: GpunetError, as_json: bool) -> None:
 
 
 def handles_errors(command: Callable[P, R]) -> Callable[P, R]:
-    """Run a command; a GpunetError becomes its message and exit code, never a traceback."""
+    """Run a command; a GpunetError becomes its message and exit code, never a traceback; SIGINT
+    or SIGTERM (any number of them) ends it through its clean-up with 130 or 143 (interrupts.py)."""
 
     @functools.wraps(command)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
-            return command(*args, **kwargs)
+            with interruptible():
+                return command(*args, **kwargs)
         except GpunetError as error:
             report(error, bool(kwargs.get("as_json")))
             raise typer.Exit(exit_code(error)) from None
+        except KeyboardInterrupt as stop:
+            _interrupted(stop, bool(kwargs.get("as_json")))
+            raise typer.Exit(exit_status(stop)) from None
 
     return wrapper
+
+
+def _interrupted(stop: KeyboardInterrupt, as_json: bool) -> None:
+    name = str(stop) if isinstance(stop, Interrupted) else "SIGINT"
+    message = f"interrupted by {name}; stopped after cleaning up"
+    if as_json:
+        print(error_body("Interrupted", exit_status(stop), [{"message": message}]))
+    else:
+        stderr.print(f"[red]error[/red] {message}", markup=True, highlight=False)

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
-import signal
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import typer
@@ -50,8 +48,6 @@ def exporter(
         plan=plan, node=node, listen=listen, web_config=web_config, root=root, include_virtual=include_virtual,
         timeout=timeout, probe_peers=probe_peers, probe_interval=probe_interval, fabric_here=fabric_ibqueryerrors,
         ibsim=ibsim))
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
     stderr.print(f"gpunet exporter serving {made.url}")
     if made.prober:
         made.prober.start()
@@ -60,19 +56,9 @@ def exporter(
     # scrapes alone never start a collection (at the default, 700, each started ~5).
     gc.freeze()
     gc.set_threshold(GC_YOUNG_THRESHOLD)
-    try:
+    try:  # TERM or INT leaves serve_forever() through handles_errors' one clean exit (130 or 143)
         made.server.serve_forever()
-    except KeyboardInterrupt:
-        pass
     finally:
         if made.prober:
             made.prober.stop()
         made.server.server_close()
-
-
-def _stop(signum: int, frame: FrameType | None) -> None:
-    """The first TERM or INT leaves serve_forever() through the clean path of Ctrl-C; any later one
-    while shutting down is ignored, never a traceback."""
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    raise KeyboardInterrupt

@@ -19,6 +19,8 @@ from gpunet.cli.options import ConnectTimeoutOpt, FanoutOpt, JsonOpt, KeyOpt, La
 CompressOpt = Annotated[str, typer.Option(
     "--compress", help=f"Pack with {', '.join(COMPRESS_CHOICES)} (auto: zstd where present, else gzip).")]
 TimeoutOpt = Annotated[float, typer.Option(help="Seconds per node and step (0: no limit).")]
+MkdirOpt = Annotated[bool, typer.Option("--mkdir", help="Create the destination directory where it is missing "
+                                                   "(without it, a missing one refuses before anything is sent).")]
 PHASES = {"pack": "packing", "send": "sending", "check": "checking", "prepare": "packing on nodes",
           "fetch": "fetching"}
 
@@ -66,7 +68,7 @@ def copy(
     dest: Annotated[str, typer.Argument(help="The directory on every node (absolute); SOURCE lands as DEST/NAME.")],
     lab: LabSshOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
     fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10, compress: CompressOpt = "auto",
-    timeout: TimeoutOpt = 0, as_json: JsonOpt = False,
+    timeout: TimeoutOpt = 0, mkdir: MkdirOpt = False, as_json: JsonOpt = False,
 ) -> None:
     """Copy SOURCE to DEST on every node, checked with sha256 there.
 
@@ -75,7 +77,8 @@ def copy(
     wanted, reached = fleet.reach(nodes, lab=lab, plan=plan, user=user, key=key, fanout=fanout,
                                   connect_timeout=connect_timeout)
     with TransferProgress() as progress:
-        result = fleet.copy(reached, wanted, source, dest, compress=compress, progress=progress, timeout=timeout)
+        result = fleet.copy(reached, wanted, source, dest, compress=compress, progress=progress, timeout=timeout,
+                            mkdir=mkdir)
     _finish(result, as_json)
 
 
@@ -86,7 +89,7 @@ def gather(
     out: Annotated[Path, typer.Argument(help="Directory here: each node's copy lands as OUT/<node>/<name>.")],
     lab: LabSshOpt = None, plan: PlanOpt = None, user: UserOpt = None, key: KeyOpt = None,
     fanout: FanoutOpt = 64, connect_timeout: ConnectTimeoutOpt = 10, compress: CompressOpt = "auto",
-    timeout: TimeoutOpt = 0, as_json: JsonOpt = False,
+    timeout: TimeoutOpt = 0, mkdir: MkdirOpt = False, as_json: JsonOpt = False,
 ) -> None:
     """Fetch SOURCE from every node into OUT/<node>/, checked with sha256 here.
 
@@ -95,7 +98,8 @@ def gather(
     wanted, reached = fleet.reach(nodes, lab=lab, plan=plan, user=user, key=key, fanout=fanout,
                                   connect_timeout=connect_timeout)
     with TransferProgress() as progress:
-        result = fleet.gather(reached, wanted, source, out, compress=compress, progress=progress, timeout=timeout)
+        result = fleet.gather(reached, wanted, source, out, compress=compress, progress=progress, timeout=timeout,
+                              mkdir=mkdir)
     _finish(result, as_json)
 
 

@@ -94,11 +94,14 @@ def down(sim_id: IbsimIdOpt, as_json: JsonOpt = False) -> None:
 
 
 def _print(state: IbsimState, as_json: bool) -> None:
-    if as_json:  # the engines configured are in the state; the one opensm's last sweep used is read from its log
-        print(json.dumps(state.model_dump(mode="json") | {"routing_used": labs.routing_used(state)}, indent=1))
+    routing = labs.routing_used(state)  # the engines asked for are in the state; the one used is in opensm's log
+    if as_json:
+        print(json.dumps(state.model_dump(mode="json") | {
+            "routing_used": str(routing), "routing_engine": routing.engine,
+            "ftree_refused": routing.ftree_refused}, indent=1))
         return
-    stdout.print(cell(f"ibsim {state.sim_id}: {state.plane} plane, {state.servers} servers, opensm routing "
-                      f"{labs.routing_used(state)}"))
+    stdout.print(cell(f"ibsim {state.sim_id}: {state.plane} plane, {state.servers} servers, opensm (-R "
+                      f"{routing.asked}) routing {routing}"), soft_wrap=True)
     for f in state.faults:
         stdout.print(cell(f"  fault: {f.kind} {f.end} {f.other or f.value}"))
     for note in state.notes:

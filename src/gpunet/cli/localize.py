@@ -63,7 +63,7 @@ def _print(report: LocalizeReport) -> None:
         for p in report.planes:
             probed.add_row(p.plane, str(p.flows), str(p.learned), str(p.packets), str(p.lost),
                            f"{p.covered}/{p.cables}")
-        stdout.print(probed)
+        print_table(probed)
     if report.suspects:
         table = Table(box=box.SIMPLE_HEAD, title="suspects, most likely first")
         table.add_column("#", no_wrap=True)

@@ -34,6 +34,7 @@ class FleetDoctorReport(Frozen):
     nodes: int
     findings: tuple[FoldedFinding, ...]
     unreachable: dict[str, str]  # folded nodes -> why no findings came back
+    unjudged: int = 0  # how many nodes those are: the summary counts only the others as judged
 
     @property
     def failed(self) -> bool:
@@ -61,7 +62,8 @@ def fold_doctor(result: FleetResult) -> FleetDoctorReport:
         else:
             findings += [f.model_copy(update={"node": name}) for f in parsed]
     return FleetDoctorReport(nodes=len(result.outcomes), findings=tuple(_fold(findings)),
-                             unreachable={fold(n): why for why, n in unreachable.items()})
+                             unreachable={fold(n): why for why, n in unreachable.items()},
+                             unjudged=sum(map(len, unreachable.values())))
 
 
 def findings_of(stdout: str) -> list[Finding] | None:

@@ -44,12 +44,15 @@ class _Remote(Frozen):
 
 
 def gather_from(runner: ClusterShellRunner, nodes: NodeSet, source: str, out: Path, *, compress: str = "auto",
-                progress: Phase | None = None, timeout: float | None = None) -> TransferResult:
-    """SOURCE from every node to OUT/<node>/<name>."""
+                progress: Phase | None = None, timeout: float | None = None, mkdir: bool = False) -> TransferResult:
+    """SOURCE from every node to OUT/<node>/<name>; OUT must exist unless `mkdir`."""
     source = remote_path(source, "source")
     name = PurePosixPath(source).name
     if not name:
         raise UsageError(f"source {source!r}: name a file or directory, not /")
+    if not mkdir and not out.is_dir():
+        what = "is not a directory" if out.exists() or out.is_symlink() else "does not exist"
+        raise UsageError(f"nothing fetched: {out} {what} here (create it, or pass --mkdir)")
     output_root(out)
     with multiplexed(runner) as shared:
         result = gather_each(shared, {n: source for n in nodes}, out, compress=compress, progress=progress,

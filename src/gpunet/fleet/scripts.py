@@ -21,6 +21,18 @@ sums() {
 }
 """
 
+# $1 the destination directory $2 "create" to make it (mkdir -p) when missing. Runs before anything
+# is packed or sent, so a missing directory refuses the whole copy instead of failing every node
+# after the transfer. Exit 4: missing (or not a directory), 5: could not be created.
+DEST_READY = r"""
+set -u
+dest=$1
+[ -d "$dest" ] && exit 0
+if [ -e "$dest" ] || [ -L "$dest" ]; then echo "gpunet: $dest is not a directory" >&2; exit 4; fi
+[ "$2" = create ] || { echo "gpunet: no directory $dest" >&2; exit 4; }
+err=$(mkdir -p -- "$dest" 2>&1) || { echo "gpunet: cannot create $dest: ${err##*: }" >&2; exit 5; }
+"""
+
 # $1 archive (as it arrived) $2 destination directory $3 name $4 compression (raw: the file
 # itself) $5 its sha256, $6 mode and $7 mtime when raw. Unpacks beside the destination (same
 # filesystem: the final step is one rename), checks every file's sha256, then renames; a

@@ -34,7 +34,7 @@ from gpunet.fleet.pack import (
     digest_file,
     pack,
 )
-from gpunet.fleet.scripts import COPY_FINISH
+from gpunet.fleet.scripts import COPY_FINISH, DEST_READY
 from gpunet.fleet.steps import copy_each, multiplexed, run_each
 from gpunet.model.base import Frozen
 from gpunet.model.nodeset import fold
@@ -42,6 +42,9 @@ from gpunet.model.nodeset import fold
 Phase = Callable[[str, int, int], None]  # phase ("pack" in bytes, else nodes), done, total
 Placer = Callable[[str, Path], str]  # node, unpacked path -> where it now is
 COMPRESS_CHOICES = ("auto", *COMPRESSORS)
+# a missing destination: each node's copy fails there ("fail", after the transfer), or it is checked
+# on every node before anything is packed: "refuse" the whole copy, or "create" it (mkdir -p)
+MissingDest = Literal["fail", "refuse", "create"]
 SSH_FAILED = 255  # ssh's and scp's status when the node was not reached
 
 
@@ -129,7 +132,8 @@ def tick(progress: Phase | None, phase: str, total: int) -> Callable[[str, bool]
 
 
 def copy_to(runner: ClusterShellRunner, nodes: NodeSet, source: Path, dest: str, *, compress: str = "auto",
-            progress: Phase | None = None, timeout: float | None = None) -> TransferResult:
+            progress: Phase | None = None, timeout: float | None = None,
+            missing_dest: MissingDest = "fail") -> TransferResult:
     """SOURCE (a file or directory here) to DEST/<name> on every node."""
     dest = remote_path(dest, "destination")
     if not source.exists():
@@ -139,19 +143,41 @@ def copy_to(runner: ClusterShellRunner, nodes: NodeSet, source: Path, dest: str,
         raise UsageError("copy a file or a directory, not /")
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="gpunet-copy-") as stage, multiplexed(runner) as shared:
+        unreached = _ready_destination(shared, nodes, dest, missing_dest, timeout)
+        targets = [n for n in nodes if n not in unreached]  # a dead node is not tried twice
         packed, finish = _prepare(source, Path(stage), compress, progress)
         run_id = secrets.token_hex(4)
-        remote = {n: posixpath.join(dest, f".gpunet-copy-{run_id}-{n}") for n in nodes}
-        sent = copy_each(shared, {n: (str(packed.archive), remote[n]) for n in nodes}, timeout=timeout,
-                         on_done=tick(progress, "send", len(nodes)))
-        reached = [n for n in nodes if sent[n].rc not in (None, SSH_FAILED)]  # a dead node is not tried twice
+        remote = {n: posixpath.join(dest, f".gpunet-copy-{run_id}-{n}") for n in targets}
+        sent = copy_each(shared, {n: (str(packed.archive), remote[n]) for n in targets}, timeout=timeout,
+                         on_done=tick(progress, "send", len(targets)))
+        arrived = [n for n in targets if reached(sent[n])]
         finished = run_each(shared, {n: ["sh", "-c", COPY_FINISH, "gpunet-copy", remote[n], dest, source.name,
-                                         *finish] for n in reached},
-                            timeout=timeout, on_done=tick(progress, "check", len(reached)))
-    outcomes = {n: _copy_outcome(n, sent[n], finished.get(n)) for n in nodes}
+                                         *finish] for n in arrived},
+                            timeout=timeout, on_done=tick(progress, "check", len(arrived)))
+    outcomes = {n: _copy_outcome(n, unreached.get(n) or sent[n], finished.get(n)) for n in nodes}
     return TransferResult(operation="copy", source=str(source), dest=dest, files=packed.files, bytes=packed.bytes,
                           packed_bytes=packed.packed_bytes, compress=packed.compress,
                           seconds=round(time.monotonic() - start, 3), outcomes=outcomes)
+
+
+def _ready_destination(runner: ClusterShellRunner, nodes: NodeSet, dest: str, missing: MissingDest,
+                       timeout: float | None) -> dict[str, NodeOutcome]:
+    """The nodes SSH did not reach while DEST was checked (or made); UsageError, before anything is
+    packed or sent, naming the nodes where DEST is missing or could not be created."""
+    if missing == "fail":
+        return {}
+    checked = run_each(runner, {n: ["sh", "-c", DEST_READY, "gpunet-dest", dest, missing] for n in nodes},
+                       timeout=timeout)
+    refused: dict[str, list[str]] = defaultdict(list)
+    for node, outcome in checked.items():
+        if reached(outcome) and outcome.rc != 0:
+            refused[why(outcome)].append(node)
+    if refused:
+        where = "; ".join(f"{fold(names)}: {reason}" for reason, names in sorted(refused.items())[:5])
+        hint = "" if missing == "create" else " (create it, or pass --mkdir)"
+        raise UsageError(f"nothing sent: destination {dest} is not ready on {sum(map(len, refused.values()))} "
+                         f"of {len(nodes)} node(s): {where}{hint}")
+    return {n: o for n, o in checked.items() if not reached(o)}
 
 
 def _prepare(source: Path, stage: Path, compress: str, progress: Phase | None) -> tuple[Packed, list[str]]:

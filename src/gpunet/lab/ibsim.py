@@ -21,6 +21,7 @@ from pathlib import Path
 from gpunet.errors import LabError
 from gpunet.lab.ibsim_state import IbFault, IbsimState, console_lines, read_sim, sim_dir, write_sim
 from gpunet.lab.ibsim_topology import SimFabric, node_id, render_topology, servers_on, sim_fabric
+from gpunet.model.base import Frozen
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Plan
 
@@ -249,14 +250,35 @@ FTREE_ERROR = re.compile(r"ERR (AB[0-9A-F]{2}): (.*)\n((?:[ \t]+\S.*\n?)*)")  # 
 FTREE_GENERIC = "AB0D"  # "Fabric topology hasn't been identified as FatTree": the why comes before it
 
 
+class RoutingUsed(Frozen):
+    """Which engine opensm routed with, of those it was given (-R), and why ftree was refused."""
+
+    engine: str | None  # None: no sweep has configured tables yet
+    asked: str  # the -R list opensm was started with, in order
+    ftree_refused: str | None = None
+
+    def __str__(self) -> str:
+        used = self.engine or "none yet"
+        return f"{used} (ftree refused: {self.ftree_refused})" if self.ftree_refused else used
+
+
+def routing_of_log(text: str, asked: str) -> RoutingUsed:
+    """The engine of the last `osm_ucast_mgr_process: ENGINE tables configured` line of opensm's
+    log, and ftree's own reason (its ERR ABxx before the generic AB0D) when it fell back."""
+    engines = ROUTED.findall(text)
+    engine = engines[-1] if engines else None
+    refused = [(code, " ".join(f"{message} {detail}".split())) for code, message, detail in FTREE_ERROR.findall(text)]
+    if not refused or engine == "ftree":
+        return RoutingUsed(engine=engine, asked=asked)
+    why = next((m for code, m in reversed(refused) if code != FTREE_GENERIC), refused[-1][1])
+    return RoutingUsed(engine=engine, asked=asked, ftree_refused=why)
+
+
+def routing_report(state: IbsimState) -> RoutingUsed:
+    log = sim_dir(state.sim_id) / "opensm.log"
+    return routing_of_log(log.read_text(errors="replace") if log.exists() else "", state.routing)
+
+
 def routing_used(state: IbsimState) -> str:
     """The engine opensm's last sweep routed with, and why ftree was refused if it was."""
-    log = sim_dir(state.sim_id) / "opensm.log"
-    text = log.read_text(errors="replace") if log.exists() else ""
-    engines = ROUTED.findall(text)
-    used = engines[-1] if engines else "none yet"
-    refused = [(code, " ".join(f"{message} {detail}".split())) for code, message, detail in FTREE_ERROR.findall(text)]
-    if not refused or used == "ftree":
-        return used
-    why = next((m for code, m in reversed(refused) if code != FTREE_GENERIC), refused[-1][1])
-    return f"{used} (ftree refused: {why})"
+    return str(routing_report(state))

@@ -58,9 +58,10 @@ def job_nodes(fabric: SimFabric, nodes: Sequence[str] | None, options: SimOption
     if unknown:
         raise UsageError(f"node {unknown[0]!r} is not on plane {fabric.plane}; its nodes: {fold(list(fabric.nics))}")
     if len(set(nodes)) != len(nodes):
-        raise UsageError("a job names a node twice")
+        twice = sorted({n for n in nodes if nodes.count(n) > 1})
+        raise UsageError(f"the job names {fold(twice)} twice: each node holds one rank; name it once")
     if not nodes:
-        raise UsageError("a job needs at least one node")
+        raise UsageError(f"the job has no node on plane {fabric.plane}: name at least one")
     return tuple(nodes)
 
 
