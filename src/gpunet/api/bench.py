@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpunet.bench import PATTERNS, bench_nodes, pattern_rounds
+from gpunet.bench import PATTERNS, Selection, bench_nodes, pattern_rounds
 from gpunet.bench.compare import FAILING, Comparison, compare_runs, compare_simulated
 from gpunet.bench.heatmap import cells_of, percent_matrix, write_png
 from gpunet.bench.launch import TOOLS, NcclJob, pick_launcher
@@ -45,7 +45,7 @@ Progress = Callable[[int, int, str], None]  # rounds done, rounds in all, what i
 class BenchRun:
     """What to measure: the pattern of pairs on a plane, with which tool, for how long."""
 
-    pattern: str = "all-pairs"
+    pattern: str = "fabric"
     plane: str = "compute"
     nodes: str | None = None
     seconds: int = 3
@@ -54,6 +54,8 @@ class BenchRun:
     launcher: str | None = None
     congestion: str | None = "cubic"  # iperf3's -C; None: the hosts' default
     retry_inconclusive: int = 1  # rounds re-measuring, one pair at a time, pairs a saturated end left inconclusive
+    rail: int | None = None  # only this rail's NICs (fabric and rail patterns)
+    pairs: int | None = None  # at most this many pairs, still spanning rails and leaves (fabric pattern)
 
 
 def run(wanted: BenchRun, *, plan: Path | None, lab: str | None, db: Path,
@@ -66,12 +68,16 @@ def run(wanted: BenchRun, *, plan: Path | None, lab: str | None, db: Path,
         raise UsageError(f"unknown pattern {wanted.pattern!r}; known: {', '.join(PATTERNS)}")
     setup = _setup(wanted, plan, lab)
     chosen = bench_nodes(setup.plan, wanted.plane, wanted.nodes)
-    rounds = pattern_rounds(setup.plan, wanted.plane, wanted.pattern, chosen) if wanted.tool != "nccl" else []
+    selection = Selection(rail=wanted.rail, pairs=wanted.pairs)
+    rounds = [] if wanted.tool == "nccl" else pattern_rounds(setup.plan, wanted.plane, wanted.pattern, chosen,
+                                                             selection)
     launch = (wanted.launcher or pick_launcher()) if wanted.tool == "nccl" else ""  # refused before a run starts
     nccl = wanted.tool == "nccl"
     run_id = start_run(db, plan_hash=plan_digest(setup.plan), tool=wanted.nccl_test if nccl else wanted.tool,
                        pattern="job" if nccl else wanted.pattern,
-                       arguments=f"plane={wanted.plane} seconds={wanted.seconds} nodes={wanted.nodes or 'all'}")
+                       arguments=f"plane={wanted.plane} seconds={wanted.seconds} nodes={wanted.nodes or 'all'}"
+                                 + "".join(f" {k}={v}" for k, v in (("rail", wanted.rail), ("pairs", wanted.pairs))
+                                           if v is not None))
     if nccl:
         job = NcclJob(test=wanted.nccl_test, iterations=max(5, wanted.seconds * 10))
         results = [run_nccl(setup.plan, chosen, job, launch)]
