@@ -89,7 +89,9 @@ class RailPair(tuple[str, str]):
         return hash((self[0], self[1], self.rail, self.to_rail))
 
     def __repr__(self) -> str:
-        return f"RailPair({self[0]!r}, {self[1]!r}, rail={self.rail}, to_rail={self.to_rail}, path={self.path!r})"
+        across = f", to_rail={self.to_rail}" if self.to_rail != self.rail else ""
+        path = f", path={self.path!r}" if self.path else ""
+        return f"RailPair({self[0]!r}, {self[1]!r}, rail={self.rail}{across}{path})"
 
     def __getnewargs__(self) -> tuple[str, str, int | None, int | None, str | None]:  # copy and pickle keep it whole
         return self[0], self[1], self.rail, self.to_rail, self.path
