@@ -150,11 +150,12 @@ def fabric_pairs(nics: Iterable[Nic], path_class: PathClass) -> list[RailPair]:
     turn = dict.fromkeys(leaves, 0)
     for i, first in enumerate(leaves):
         for second in leaves[i + 1:]:
-            ends = _crossing(by_leaf[first], by_leaf[second], turn[first], turn[second])
-            if ends is None:
+            found = _crossing(by_leaf[first], by_leaf[second], turn[first], turn[second])
+            if found is None:
                 continue  # both leaves hold NICs of one node only: it cannot measure itself
-            turn[first], turn[second] = turn[first] + 1, turn[second] + 1
-            a, b = ends if len(pairs) % 2 == 0 else ends[::-1]
+            a, b, turn[first], turn[second] = found
+            if len(pairs) % 2:
+                a, b = b, a
             pairs.append(_pair(a, b, path_class))
     return pairs
 
@@ -182,14 +183,14 @@ def _under_one_leaf(nics: list[Nic]) -> list[tuple[Nic, Nic]]:
     return pairs
 
 
-def _crossing(first: list[Nic], second: list[Nic], turn_a: int, turn_b: int) -> tuple[Nic, Nic] | None:
-    """The next NICs in turn of two leaves, of two different nodes."""
-    for i in range(len(first)):
-        a = first[(turn_a + i) % len(first)]
-        for j in range(len(second)):
-            b = second[(turn_b + j) % len(second)]
+def _crossing(first: list[Nic], second: list[Nic], turn_a: int, turn_b: int) -> tuple[Nic, Nic, int, int] | None:
+    """The next NICs in turn of two leaves, of two different nodes, and each leaf's next turn."""
+    for i in range(turn_a, turn_a + len(first)):
+        a = first[i % len(first)]
+        for j in range(turn_b, turn_b + len(second)):
+            b = second[j % len(second)]
             if a.node != b.node:
-                return a, b
+                return a, b, i + 1, j + 1
     return None
 
 
