@@ -28,7 +28,8 @@ lab = shared_lab("small")
 
 def test_all_pairs_in_n_minus_1_rounds_stored_with_history(lab: LabState, tmp_path: Path) -> None:
     said: list[str] = []
-    run_id, results = bench.run(BenchRun(pattern="all-pairs", seconds=3), plan=None, lab=LAB, db=tmp_path / "b.sqlite",
+    run_id, results = bench.run(BenchRun(pattern="all-pairs", seconds=3), plan=None, lab=LAB,
+                                db=tmp_path / "b.sqlite",
                                 progress=lambda done, total, what: said.append(what))
     assert [w for w in said if w.startswith("round ")][-1] == "round 7/7: 4 pairs" and len(results) == 28
     assert {frozenset((m.source, m.destination)) for m in results} == {
@@ -58,7 +59,8 @@ def test_a_saturated_server_makes_its_pairs_inconclusive_never_low(lab: LabState
         for _ in range(os.cpu_count() or 1):
             burners.enter_context(server_process(LAB, "gpu3", "sh", "-c", "while :; do :; done"))
         time.sleep(0.5)  # burning before the first window opens
-        _, results = bench.run(BenchRun(pattern="all-pairs", nodes="gpu[1-4]", seconds=1), plan=None, lab=LAB, db=tmp_path / "b.sqlite")
+        _, results = bench.run(BenchRun(pattern="all-pairs", nodes="gpu[1-4]", seconds=1), plan=None, lab=LAB,
+                               db=tmp_path / "b.sqlite")
     statuses = sorted((m.status, m.attempts, m.source, m.destination) for m in results)
     print(f"saturated lab: {statuses}")  # shown with -s
     assert len(results) == 6 and not [m for m in results if m.status in ("low", "failed")], statuses
@@ -78,7 +80,8 @@ def test_a_degraded_link_flags_exactly_the_pairs_through_it(lab: LabState, tmp_p
     ok, and no other pair is ever low; how many are judged depends on the load."""
     apply_fault(LAB, "gpu3:ens1", "rate", "40mbit")
     try:
-        _, results = bench.run(BenchRun(pattern="all-pairs", nodes="gpu[1-4]", seconds=2), plan=None, lab=LAB, db=tmp_path / "b.sqlite")
+        _, results = bench.run(BenchRun(pattern="all-pairs", nodes="gpu[1-4]", seconds=2), plan=None, lab=LAB,
+                               db=tmp_path / "b.sqlite")
     finally:
         heal(LAB)
     through_gpu3 = {frozenset(("gpu3", other)) for other in ("gpu1", "gpu2", "gpu4")}

@@ -20,6 +20,7 @@ from gpunet.spec.loader import parse_spec
 from tests.lab.helpers import small_plan
 from tests.render.rendered import example_plan
 
+EVERYTHING = Selection()
 ONE_LEAF = example_text("small-ethernet").replace("nodes: node[01-40]", "nodes: node[01-12]")
 
 
@@ -32,7 +33,7 @@ def plan_of(name: str) -> Plan:
     return example_plan(name)
 
 
-def fabric(name: str, plane: str = "compute", selection: Selection = Selection()) -> tuple[Fabric, list[Round]]:
+def fabric(name: str, plane: str = "compute", selection: Selection = EVERYTHING) -> tuple[Fabric, list[Round]]:
     plan = plan_of(name)
     return Fabric.of(plan, plane), pattern_rounds(plan, plane, "fabric", bench_nodes(plan, plane, None), selection)
 

@@ -27,8 +27,8 @@ def slow_path(stream_gbps: tuple[float, ...]) -> str | None:
     slow = sorted(rate for rate in stream_gbps if rate < SLOW_STREAM * mean)
     if not slow or mean <= 0:
         return None
-    return (f"a path below the rest: {len(slow)} of {len(stream_gbps)} streams under {100 * SLOW_STREAM:.0f} % of their "
-            f"mean ({slow[0]:.3g} Gb/s against {mean:.3g}): a slow link on one of the pair's equal-cost paths")
+    return (f"a path below the rest: {len(slow)} of {len(stream_gbps)} streams under {100 * SLOW_STREAM:.0f} % of "
+            f"their mean ({slow[0]:.3g} Gb/s against {mean:.3g}): a slow link on one of the pair's equal-cost paths")
 
 
 def tcp_efficiency(mtu: int, framing: int = WIRE_FRAMING) -> float:
