@@ -28,7 +28,7 @@ lab = shared_lab("small")
 
 def test_all_pairs_in_n_minus_1_rounds_stored_with_history(lab: LabState, tmp_path: Path) -> None:
     said: list[str] = []
-    outcome = bench.run(BenchRun(seconds=3), plan=None, lab=LAB, db=tmp_path / "b.sqlite",
+    outcome = bench.run(BenchRun(pattern="all-pairs", seconds=3), plan=None, lab=LAB, db=tmp_path / "b.sqlite",
                         progress=lambda done, total, what: said.append(what))
     run_id, results = outcome.run_id, outcome.measurements
     assert outcome.congestion == "cubic"  # the compute plane's choice in the Plan
@@ -60,7 +60,7 @@ def test_a_saturated_server_makes_its_pairs_inconclusive_never_low(lab: LabState
         for _ in range(os.cpu_count() or 1):
             burners.enter_context(server_process(LAB, "gpu3", "sh", "-c", "while :; do :; done"))
         time.sleep(0.5)  # burning before the first window opens
-        results = bench.run(BenchRun(nodes="gpu[1-4]", seconds=1), plan=None, lab=LAB,
+        results = bench.run(BenchRun(pattern="all-pairs", nodes="gpu[1-4]", seconds=1), plan=None, lab=LAB,
                             db=tmp_path / "b.sqlite").measurements
     statuses = sorted((m.status, m.attempts, m.source, m.destination) for m in results)
     print(f"saturated lab: {statuses}")  # shown with -s
@@ -81,7 +81,7 @@ def test_a_degraded_link_flags_exactly_the_pairs_through_it(lab: LabState, tmp_p
     ok, and no other pair is ever low; how many are judged depends on the load."""
     apply_fault(LAB, "gpu3:ens1", "rate", "40mbit")
     try:
-        results = bench.run(BenchRun(nodes="gpu[1-4]", seconds=2), plan=None, lab=LAB,
+        results = bench.run(BenchRun(pattern="all-pairs", nodes="gpu[1-4]", seconds=2), plan=None, lab=LAB,
                             db=tmp_path / "b.sqlite").measurements
     finally:
         heal(LAB)

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpunet.bench.expected import slow_path
 from gpunet.bench.health import (
     CPU_PRESSURE_LIMIT,
     STEAL_LIMIT,
@@ -108,18 +109,39 @@ def test_the_cpu_bound_limit_follows_iperf3s_threads() -> None:
     assert tool_cpu_limit(None, streams=32, cpus=None) == 90.0
 
 
-def test_a_saturated_end_makes_the_pair_inconclusive_whatever_it_measured() -> None:
+def test_a_saturated_end_makes_a_short_pair_inconclusive_but_one_at_the_expected_rate_passes() -> None:
     healthy = EndHealth(node="gpu1", role="client", seconds=4.0, cpu_pressure=0.02, busy=0.2, steal=0.0)
     loaded = EndHealth(node="gpu3", role="server", seconds=4.0, cpu_pressure=0.97, busy=1.0, steal=0.0)
+    saturation = "server gpu3: runnable tasks waited for a CPU 97 % of the window (limit 50 %)"
     assert verdict(60.0, 100.0, (healthy, healthy)) == ("low", None)
     assert verdict(99.0, 100.0, (healthy, healthy)) == ("ok", None)
-    status, reason = verdict(60.0, 100.0, (healthy, loaded))
-    assert status == "inconclusive" and reason == (
-        "server gpu3: runnable tasks waited for a CPU 97 % of the window (limit 50 %)")
-    assert verdict(99.0, 100.0, (healthy, loaded))[0] == "inconclusive"
-    assert verdict(None, 100.0, (healthy, loaded)) == ("failed", reason)  # it measured nothing: failed
+    assert verdict(60.0, 100.0, (healthy, loaded)) == (
+        "inconclusive", f"{saturation} (60 % of expected: the host may have set it)")
+    # A loaded host only lowers a measurement: one at the expected rate judges the link, the load said.
+    assert verdict(100.0, 100.0, (healthy, loaded)) == ("ok", f"at the expected rate although {saturation}")
+    assert verdict(85.0, 100.0, (healthy, loaded))[0] == "ok"
+    assert verdict(None, 100.0, (healthy, loaded)) == ("failed", saturation)  # it measured nothing: failed
     both = saturated((loaded.model_copy(update={"node": "gpu1", "role": "client"}), loaded))
     assert both is not None and both.startswith("client gpu1: ") and "; server gpu3: " in both
+
+
+def test_a_slow_equal_cost_path_flags_a_pair_at_its_rate_unless_an_end_was_saturated() -> None:
+    healthy = EndHealth(node="gpu1", role="client", seconds=4.0, cpu_pressure=0.02, busy=0.2, steal=0.0)
+    loaded = EndHealth(node="gpu3", role="server", seconds=4.0, cpu_pressure=0.97, busy=1.0, steal=0.0)
+    path = slow_path((0.4,) * 3 + (13.0,) * 29)
+    assert path is not None and path.startswith("a path below the rest: 3 of 32 streams under 25 % of their mean")
+    assert verdict(99.0, 100.0, (healthy, healthy), path) == ("low", path)
+    status, reason = verdict(99.0, 100.0, (healthy, loaded), path)
+    assert status == "inconclusive" and reason is not None and path in reason and "gpu3" in reason
+    assert verdict(60.0, 100.0, (healthy, healthy), path) == ("low", None)  # short in all: the total says it
+
+
+def test_streams_shared_unevenly_are_not_a_slow_path() -> None:
+    """A healthy pair's slowest stream of 32 measured 0.5-0.7 of the mean in the lab; fewer than 4
+    streams say nothing about paths apart."""
+    assert slow_path((6.5,) * 4 + (12.9,) * 28) is None
+    assert slow_path((0.1, 10.0, 10.0)) is None
+    assert slow_path(()) is None
 
 
 def test_unreadable_health_does_not_make_a_pair_inconclusive_but_a_low_one_says_so() -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpunet.bench import PATTERNS, bench_nodes, pattern_rounds
+from gpunet.bench import PATTERNS, Selection, bench_nodes, pattern_rounds
 from gpunet.bench.compare import FAILING, Comparison, compare_runs, compare_simulated
 from gpunet.bench.heatmap import cells_of, percent_matrix, write_png
 from gpunet.bench.launch import TOOLS, NcclJob, pick_launcher
@@ -50,7 +50,7 @@ CONGESTION_NAME = re.compile(r"[a-z][a-z0-9_]{0,14}")  # a kernel algorithm name
 class BenchRun:
     """What to measure: the pattern of pairs on a plane, with which tool, for how long."""
 
-    pattern: str = "all-pairs"
+    pattern: str = "fabric"
     plane: str = "compute"
     nodes: str | None = None
     seconds: int = 3
@@ -61,6 +61,8 @@ class BenchRun:
     # (no -C: whatever each host has), or an algorithm by name.
     congestion: str = PLAN_CONGESTION
     retry_inconclusive: int = 1  # rounds re-measuring, one pair at a time, pairs a saturated end left inconclusive
+    rail: int | None = None  # only this rail's NICs (fabric and rail patterns)
+    pairs: int | None = None  # at most this many pairs, still spanning rails and leaves (fabric pattern)
 
 
 @dataclass(frozen=True)
@@ -81,12 +83,15 @@ def run(wanted: BenchRun, *, plan: Path | None, lab: str | None, db: Path,
         raise UsageError(f"unknown pattern {wanted.pattern!r}; known: {', '.join(PATTERNS)}")
     setup = _setup(wanted, plan, lab)
     chosen = bench_nodes(setup.plan, wanted.plane, wanted.nodes)
-    rounds = pattern_rounds(setup.plan, wanted.plane, wanted.pattern, chosen) if wanted.tool != "nccl" else []
+    selection = Selection(rail=wanted.rail, pairs=wanted.pairs)
+    rounds = [] if wanted.tool == "nccl" else pattern_rounds(setup.plan, wanted.plane, wanted.pattern, chosen,
+                                                             selection)
     launch = (wanted.launcher or pick_launcher()) if wanted.tool == "nccl" else ""  # refused before a run starts
     nccl = wanted.tool == "nccl"
     arguments = f"plane={wanted.plane} seconds={wanted.seconds} nodes={wanted.nodes or 'all'}"
     if wanted.tool == "iperf3":
         arguments += f" congestion={setup.congestion or SYSTEM_CONGESTION}"
+    arguments += "".join(f" {k}={v}" for k, v in (("rail", wanted.rail), ("pairs", wanted.pairs)) if v is not None)
     run_id = start_run(db, plan_hash=plan_digest(setup.plan), tool=wanted.nccl_test if nccl else wanted.tool,
                        pattern="job" if nccl else wanted.pattern, arguments=arguments)
     if nccl:

@@ -25,7 +25,7 @@ Verdict = Literal["ok", "warn", "fail", "new", "missing", "inconclusive", "conge
 # A pair gone from the current run fails like a regression; one slower because the fabric paused it
 # (congested: its reason names the pause or CNP counters) is one too, told apart from a slow link.
 FAILING: tuple[Verdict, ...] = ("fail", "missing", "congested")
-Key = tuple[str, str, str, str, int | None]  # source, destination, plane, metric, rail
+Key = tuple[str, str, str, str, int | None, int | None]  # source, destination, plane, metric, rail, to_rail
 
 # Used when no rules file is given. First matching rule wins, so the specific come first:
 # latency metrics (latency, latency_p99 ...: lower is better) warn 10 % above the baseline and
@@ -107,6 +107,7 @@ class Comparison(Frozen):
     plane: str
     metric: str
     rail: int | None = None
+    to_rail: int | None = None  # the destination's rail, where a pair crosses rails
     unit: str
     baseline: float | None
     current: float | None
@@ -138,7 +139,7 @@ def _above(variance: float, threshold: float | None) -> bool:
 
 
 def compare(baseline: Iterable[Measurement], current: Iterable[Measurement], rules: Rules) -> list[Comparison]:
-    """Every (source, destination, plane, metric, rail) of either run: both values, the variance
+    """Every (source, destination, plane, metric, rail, to_rail) of either run: both values, the variance
     and its verdict; `new` with no (or a zero, i.e. failed) baseline, `missing` when the current
     run lacks it, `inconclusive` when either side has only measurements taken with a saturated end
     (no evidence about the link). Repeated measurements of one key count by their median."""
@@ -150,7 +151,7 @@ def compare(baseline: Iterable[Measurement], current: Iterable[Measurement], rul
 def _by_key(results: Iterable[Measurement]) -> dict[Key, _Side]:
     grouped: dict[Key, list[Measurement]] = {}
     for m in results:
-        grouped.setdefault((m.source, m.destination, m.plane, m.metric, m.rail), []).append(m)
+        grouped.setdefault((m.source, m.destination, m.plane, m.metric, m.rail, m.to_rail), []).append(m)
     return {key: _side(ms) for key, ms in grouped.items()}
 
 
@@ -163,13 +164,13 @@ def _side(ms: list[Measurement]) -> _Side:
                  inconclusive, congested)
 
 
-def _sort_key(key: Key) -> tuple[str, str, str, str, int]:
-    return (*key[:4], -1 if key[4] is None else key[4])
+def _sort_key(key: Key) -> tuple[str, str, str, str, int, int]:
+    return (*key[:4], -1 if key[4] is None else key[4], -1 if key[5] is None else key[5])
 
 
 def _compare_one(key: Key, before: _Side | None, after: _Side | None, rules: Rules) -> Comparison:
     """A measurement that failed now fails, whatever the baseline was (it measured nothing)."""
-    source, destination, plane, metric, rail = key
+    source, destination, plane, metric, rail, to_rail = key
     unit = (after or before or _Side(0.0, "", False, None)).unit
     old, new = (before.value if before else None), (after.value if after else None)
     variance = (new - old) / old if old and new is not None else None
@@ -178,7 +179,8 @@ def _compare_one(key: Key, before: _Side | None, after: _Side | None, rules: Rul
                         else "new" if variance is None else rules.verdict(metric, plane, variance))
     if verdict in ("warn", "fail", "new") and after is not None and after.congested:
         verdict, reason = "congested", f"current: {after.congested}"
-    return Comparison(source=source, destination=destination, plane=plane, metric=metric, rail=rail, unit=unit,
+    return Comparison(source=source, destination=destination, plane=plane, metric=metric, rail=rail, to_rail=to_rail,
+                      unit=unit,
                       baseline=old, current=new, variance=variance, verdict=verdict,
                       reason=reason if verdict in ("inconclusive", "congested") else None)
 

@@ -9,6 +9,26 @@ TCP_IP_HEADERS = 52  # IPv4 20 + TCP 20 + timestamps 12, inside every MTU-sized 
 WIRE_FRAMING = 38  # Ethernet header 14 + FCS 4 + preamble 8 + inter-frame gap 12, outside the MTU
 SHAPER_FRAMING = 14  # a tbf shaper (the lab) counts only the 14-byte Ethernet header
 BELOW_EXPECTED = 0.85  # flagged under 85 % of expected (the lab's acceptance: within 15 %)
+# A pair across leaves spreads its streams over the equal-cost paths (one path a stream). A slow
+# link on one path costs the pair little in all, since the streams on the other paths take up the
+# NIC's rate, but its own streams fall far below their siblings: 0.1-0.3 of the mean stream
+# through a leaf-spine cable shaped to 1 % of line in the lab, 0.5-0.7 for the slowest stream of
+# a healthy pair (cubic shares one bottleneck unevenly over a few seconds).
+SLOW_STREAM = 0.25  # of the mean stream: that stream's path is slow
+MIN_STREAMS = 4  # fewer streams say nothing about paths apart
+
+
+def slow_path(stream_gbps: tuple[float, ...]) -> str | None:
+    """Why a pair's streams say one of its paths is slow (streams under SLOW_STREAM of their mean),
+    or None."""
+    if len(stream_gbps) < MIN_STREAMS:
+        return None
+    mean = sum(stream_gbps) / len(stream_gbps)
+    slow = sorted(rate for rate in stream_gbps if rate < SLOW_STREAM * mean)
+    if not slow or mean <= 0:
+        return None
+    return (f"a path below the rest: {len(slow)} of {len(stream_gbps)} streams under {100 * SLOW_STREAM:.0f} % of "
+            f"their mean ({slow[0]:.3g} Gb/s against {mean:.3g}): a slow link on one of the pair's equal-cost paths")
 
 
 def tcp_efficiency(mtu: int, framing: int = WIRE_FRAMING) -> float:

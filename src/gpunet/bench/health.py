@@ -175,18 +175,25 @@ def tool_cpu_limit(version: str | None, streams: int, cpus: int | None) -> float
     return TOOL_CPU_LIMIT * (max(1, min(streams, cpus or streams)) if threaded else 1)
 
 
-def verdict(value: float | None, expected: float, ends: tuple[EndHealth, ...]) -> tuple[str, str | None]:
-    """A pair's status and its reason: failed without a value; inconclusive when an end was
-    saturated (whatever the value: the host, not the link, set it); else low under BELOW_EXPECTED
-    of what the Plan says, ok otherwise."""
+def verdict(value: float | None, expected: float, ends: tuple[EndHealth, ...],
+            path: str | None = None) -> tuple[str, str | None]:
+    """A pair's status and its reason: failed without a value; ok at BELOW_EXPECTED of what the
+    Plan says or more, with no slow `path` (expected.slow_path), even where an end was saturated:
+    a loaded host can only lower a measurement, so one at the expected rate judges the link all
+    the same (the load is said). Short of that, inconclusive when an end was saturated (the host
+    may have set it: the end and its figure said), else low."""
     reason = saturated(ends)
     if value is None:
         return "failed", reason
+    short = value < BELOW_EXPECTED * expected
+    if not short and path is None:
+        return "ok", f"at the expected rate although {reason}" if reason else None
     if reason:
-        return "inconclusive", reason
-    if value < BELOW_EXPECTED * expected:
-        return "low", unknown_health(ends)
-    return "ok", None
+        shown = f"{100 * value / expected:.0f} % of expected" if expected > 0 else "measured"
+        return "inconclusive", f"{reason} ({shown}{'' if short else f'; {path}'}: the host may have set it)"
+    caveat = unknown_health(ends)
+    why = None if short else path
+    return "low", "; ".join(r for r in (why, caveat) if r) or None
 
 
 def unknown_health(ends: tuple[EndHealth, ...]) -> str | None:

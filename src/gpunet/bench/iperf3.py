@@ -26,6 +26,9 @@ class Iperf3Result(Frozen):
     client_cpu_percent: float | None = None
     server_cpu_percent: float | None = None
     version: str | None = None  # "iperf 3.12": from 3.16 each stream has its own thread
+    # What arrived of each stream (end.streams[].receiver): with ECMP each stream rides one path, so
+    # a slow link on one of a pair's paths shows as its streams far below their siblings.
+    stream_gbps: tuple[float, ...] = ()
 
 
 def parse_iperf3_json(text: str) -> Iperf3Result:
@@ -52,8 +55,20 @@ def _result(data: dict[str, Any]) -> Iperf3Result:
         reverse=bool(test.get("reverse", 0)),
         bidir_received_gbps=_gbps(bidir) if isinstance(bidir, dict) else None,
         client_cpu_percent=_cpu(end, "host_total"), server_cpu_percent=_cpu(end, "remote_total"),
-        version=_version(start),
+        version=_version(start), stream_gbps=_streams(end),
     )
+
+
+def _streams(end: dict[str, Any]) -> tuple[float, ...]:
+    """Each stream's receiver-side rate, where iperf3 reported every one."""
+    streams = end.get("streams")
+    if not isinstance(streams, list):
+        return ()
+    rates = [s.get("receiver") for s in streams if isinstance(s, dict)]
+    if len(rates) != len(streams) or not all(isinstance(r, dict) and isinstance(r.get("bits_per_second"), int | float)
+                                             for r in rates):
+        return ()
+    return tuple(_gbps(r) for r in rates if isinstance(r, dict))
 
 
 def _version(start: object) -> str | None:

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
-from gpunet.bench import pair_interfaces
-from gpunet.bench.expected import rdma_expected_gbps, tcp_expected_gbps
+from gpunet.bench import DIRECT, SAME_LEAF, pair_interfaces
+from gpunet.bench.expected import rdma_expected_gbps, slow_path, tcp_expected_gbps
 from gpunet.bench.flow import EndCounters, end_counters, flow_sample_argv, flow_verdict
 from gpunet.bench.health import CPU_SAMPLE_ARGV, EndHealth, end_health, verdict, with_tool_cpu
 from gpunet.bench.iperf3 import Iperf3Result, parse_iperf3_json
@@ -25,7 +25,7 @@ from gpunet.bench.launch import (
 )
 from gpunet.bench.nccl import parse_nccl_tests
 from gpunet.bench.perftest import parse_perftest
-from gpunet.bench.schedule import Pair, Round, rail_of
+from gpunet.bench.schedule import Pair, Round, path_of, rail_of, to_rail_of
 from gpunet.bench.sharp import DEBUG_ENV, busbw_of
 from gpunet.bench.store import Measurement
 from gpunet.errors import ParseError, UsageError
@@ -199,7 +199,7 @@ def _client_output(argv: list[str], timeout: float) -> str:
 def pair_commands(setup: BenchSetup, pair: Pair) -> PairCommands:
     client, server = pair_interfaces(setup.plan, setup.plane, pair)
     ends = Endpoints(client_ip=_ip(client.address), server_ip=_ip(server.address), server_hca=server.hca,
-                     client_hca=client.hca, port_offset=rail_of(pair) or 0)
+                     client_hca=client.hca, port_offset=to_rail_of(pair) or 0)
     if setup.tool == "iperf3":
         return iperf3_pair(ends, setup.seconds, setup.streams, setup.omit, setup.congestion)
     return perftest_pair(setup.tool, ends, setup.seconds, setup.qps, roce=_technology(setup) != "infiniband")
@@ -219,10 +219,24 @@ def _measurement(setup: BenchSetup, pair: Pair, raw: str, health: tuple[EndHealt
     a, b = pair_interfaces(setup.plan, setup.plane, pair)
     expected = (rdma_expected_gbps(a, b, _technology(setup)) if setup.tool in PERFTEST_TOOLS
                 else tcp_expected_gbps(a, b, setup.scale))
-    status, reason = flow_verdict(*verdict(value, expected, health), counters)
+    status, reason = flow_verdict(*verdict(value, expected, health, _slow_path(setup, pair, raw)), counters)
     return Measurement(source=pair[0], destination=pair[1], plane=setup.plane, metric="throughput",
                        value=value or 0.0, unit="Gb/s", expected=round(expected, 6), status=status, raw=raw,
-                       rail=rail_of(pair), health=health, reason=reason, attempts=attempt, counters=counters)
+                       rail=rail_of(pair), to_rail=_other_rail(pair), path=path_of(pair), health=health,
+                       reason=reason, attempts=attempt, counters=counters)
+
+
+def _other_rail(pair: Pair) -> int | None:
+    """The destination's rail where it is not the source's (a pair across rails)."""
+    return None if to_rail_of(pair) == rail_of(pair) else to_rail_of(pair)
+
+
+def _slow_path(setup: BenchSetup, pair: Pair, raw: str) -> str | None:
+    """Where the pair's streams spread over equal-cost paths (across leaves): why one path is slow."""
+    if path_of(pair) in (None, SAME_LEAF, DIRECT):
+        return None
+    result = _iperf3(setup.tool, raw)
+    return slow_path(result.stream_gbps) if result is not None and not result.error else None
 
 
 def _value(tool: str, raw: str) -> float | None:

@@ -1,10 +1,14 @@
 """Which pairs measure together: all pairs in rounds of disjoint pairs (the circle method),
-rounds packed so no leaf's uplinks carry more flows than they can at line rate, incast, and rail
-to rail (every rail at once, each node once per rail in a round)."""
+rounds packed so no leaf's uplinks carry more flows than they can at line rate, incast, rail
+to rail (every rail at once, each node once per rail in a round), and the fabric's cover (every
+NIC under its own leaf, every pair of leaves crossed once)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+import heapq
+from collections import defaultdict
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass
 
 Pair = tuple[str, str]
 Round = list[Pair]
@@ -58,36 +62,53 @@ def one_pair(a: str, b: str) -> list[Round]:
 
 
 class RailPair(tuple[str, str]):
-    """A pair measured on one rail: still `(source, destination)` to every caller of a Pair (it
-    unpacks and indexes as one), with `.rail` naming the rail whose addresses a runner binds.
-    Pairs on different rails are different pairs."""
+    """A pair measured between named NICs: still `(source, destination)` to every caller of a Pair
+    (it unpacks and indexes as one), with `.rail` the source's rail and `.to_rail` the
+    destination's (the same but for a pair across rails; None: the node's first NIC on the plane),
+    and `.path` the pair's path class in the Plan (same-leaf, cross-leaf, cross-pod; None where
+    not classified). Pairs between different NICs are different pairs."""
 
-    rail: int
+    rail: int | None
+    to_rail: int | None
+    path: str | None
 
-    def __new__(cls, source: str, destination: str, rail: int) -> RailPair:
+    def __new__(cls, source: str, destination: str, rail: int | None, to_rail: int | None = None,
+                path: str | None = None) -> RailPair:
         pair = super().__new__(cls, (source, destination))
-        pair.rail = rail
+        pair.rail, pair.to_rail, pair.path = rail, rail if to_rail is None else to_rail, path
         return pair
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, tuple) and tuple(self) == tuple(other) and rail_of(other) == self.rail
+        return (isinstance(other, tuple) and tuple(self) == tuple(other) and rail_of(other) == self.rail
+                and to_rail_of(other) == self.to_rail)
 
     def __ne__(self, other: object) -> bool:
         return not self == other
 
     def __hash__(self) -> int:
-        return hash((self[0], self[1], self.rail))
+        return hash((self[0], self[1], self.rail, self.to_rail))
 
     def __repr__(self) -> str:
-        return f"RailPair({self[0]!r}, {self[1]!r}, rail={self.rail})"
+        across = f", to_rail={self.to_rail}" if self.to_rail != self.rail else ""
+        path = f", path={self.path!r}" if self.path else ""
+        return f"RailPair({self[0]!r}, {self[1]!r}, rail={self.rail}{across}{path})"
 
-    def __getnewargs__(self) -> tuple[str, str, int]:  # copy and pickle rebuild it with its rail
-        return self[0], self[1], self.rail
+    def __getnewargs__(self) -> tuple[str, str, int | None, int | None, str | None]:  # copy and pickle keep it whole
+        return self[0], self[1], self.rail, self.to_rail, self.path
 
 
 def rail_of(pair: object) -> int | None:
-    """The rail a pair is measured on; None for a pair on the plane as a whole."""
+    """The rail a pair's source is measured on; None for a pair on the plane as a whole."""
     return pair.rail if isinstance(pair, RailPair) else None
+
+
+def to_rail_of(pair: object) -> int | None:
+    """The rail a pair's destination is measured on; None for a pair on the plane as a whole."""
+    return pair.to_rail if isinstance(pair, RailPair) else None
+
+
+def path_of(pair: object) -> str | None:
+    return pair.path if isinstance(pair, RailPair) else None
 
 
 def rail_rounds(rails_of: Mapping[str, Collection[int]]) -> list[Round]:
@@ -100,3 +121,122 @@ def rail_rounds(rails_of: Mapping[str, Collection[int]]) -> list[Round]:
     count = max((len(rounds) for rounds in per_rail.values()), default=0)
     return [[RailPair(a, b, r) for r in rails if k < len(per_rail[r]) for a, b in per_rail[r][k]]
             for k in range(count)]
+
+
+@dataclass(frozen=True)
+class Nic:
+    """One end a pair can be measured from: a node's NIC on the plane (its rail, None on a plane
+    without rails) and the leaf it is cabled to ("" where it hangs from none)."""
+
+    node: str
+    rail: int | None
+    leaf: str
+
+
+PathClass = Callable[[str, str], str]  # two leaves -> the pair's path class (same-leaf, cross-leaf, ...)
+
+
+def fabric_pairs(nics: Iterable[Nic], path_class: PathClass) -> list[RailPair]:
+    """The fabric's cover: under each leaf, its NICs two by two (each NIC in a pair, an odd one out
+    with the leaf's first NIC of another node), then one pair for every two leaves, each leaf's
+    NICs taken in turn so that its crossings spread over its nodes, directions alternating so both
+    ways up and down are loaded. Never a node with itself, never a pair twice; the same NICs in,
+    the same pairs out."""
+    by_leaf: dict[str, list[Nic]] = defaultdict(list)
+    for nic in nics:
+        by_leaf[nic.leaf].append(nic)
+    leaves = sorted(by_leaf)
+    pairs = [_pair(a, b, path_class) for leaf in leaves for a, b in _under_one_leaf(by_leaf[leaf])]
+    turn = dict.fromkeys(leaves, 0)
+    for i, first in enumerate(leaves):
+        for second in leaves[i + 1:]:
+            found = _crossing(by_leaf[first], by_leaf[second], turn[first], turn[second])
+            if found is None:
+                continue  # both leaves hold NICs of one node only: it cannot measure itself
+            a, b, turn[first], turn[second] = found
+            if len(pairs) % 2:
+                a, b = b, a
+            pairs.append(_pair(a, b, path_class))
+    return pairs
+
+
+def _pair(a: Nic, b: Nic, path_class: PathClass) -> RailPair:
+    return RailPair(a.node, b.node, a.rail, b.rail, path_class(a.leaf, b.leaf))
+
+
+def _under_one_leaf(nics: list[Nic]) -> list[tuple[Nic, Nic]]:
+    """Every NIC of a leaf in one pair with a NIC of another node: two by two in order, a NIC left
+    over with the first NIC of another node."""
+    pairs: list[tuple[Nic, Nic]] = []
+    waiting: list[Nic] = []
+    for nic in nics:
+        partner = next((w for w in waiting if w.node != nic.node), None)
+        if partner is None:
+            waiting.append(nic)
+            continue
+        waiting.remove(partner)
+        pairs.append((partner, nic))
+    for nic in waiting:
+        partner = next((other for other in nics if other.node != nic.node), None)
+        if partner is not None and (partner, nic) not in pairs and (nic, partner) not in pairs:
+            pairs.append((nic, partner))
+    return pairs
+
+
+def _crossing(first: list[Nic], second: list[Nic], turn_a: int, turn_b: int) -> tuple[Nic, Nic, int, int] | None:
+    """The next NICs in turn of two leaves, of two different nodes, and each leaf's next turn."""
+    for i in range(turn_a, turn_a + len(first)):
+        a = first[i % len(first)]
+        for j in range(turn_b, turn_b + len(second)):
+            b = second[j % len(second)]
+            if a.node != b.node:
+                return a, b, i + 1, j + 1
+    return None
+
+
+def spanning_sample(pairs: list[RailPair], covers: Callable[[RailPair], frozenset[object]],
+                    limit: int) -> list[RailPair]:
+    """At most `limit` of the pairs, chosen one by one as the pair that adds the most of what
+    `covers` names (leaves, rails, path classes) not yet measured, the earliest on a tie, so that a
+    short run still spans the fabric; kept in their order. Lazy greedy: a pair's gain only shrinks."""
+    items = [covers(p) for p in pairs]
+    heap = [(-len(found), i) for i, found in enumerate(items)]
+    heapq.heapify(heap)
+    covered: set[object] = set()
+    chosen: list[int] = []
+    while heap and len(chosen) < limit:
+        stored, i = heapq.heappop(heap)
+        gain = len(items[i] - covered)
+        if gain < -stored:
+            heapq.heappush(heap, (-gain, i))
+            continue
+        chosen.append(i)
+        covered |= items[i]
+    return [pairs[i] for i in sorted(chosen)]
+
+
+def packed_rounds(pairs: list[RailPair], leaves_of: Callable[[RailPair], tuple[str, str]],
+                  uplink_flows: Callable[[str], int]) -> list[Round]:
+    """The pairs in rounds, in order, greedily: a NIC in one pair of a round at most, and no leaf
+    asked to carry more flows across its uplinks in a round than they carry at NIC speed."""
+    pending = list(pairs)
+    rounds: list[Round] = []
+    while pending:
+        busy: set[tuple[str, int | None]] = set()
+        upward: dict[str, int] = defaultdict(int)
+        current: Round = []
+        left: list[RailPair] = []
+        for pair in pending:
+            ends = {(pair[0], pair.rail), (pair[1], pair.to_rail)}
+            a, b = leaves_of(pair)
+            crossing = [a, b] if a != b else []
+            if busy & ends or any(upward[leaf] >= uplink_flows(leaf) for leaf in crossing):
+                left.append(pair)
+                continue
+            current.append(pair)
+            busy |= ends
+            for leaf in crossing:
+                upward[leaf] += 1
+        rounds.append(current)
+        pending = left
+    return rounds

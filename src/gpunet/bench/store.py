@@ -29,12 +29,12 @@ CREATE TABLE IF NOT EXISTS measurements (
     run_id INTEGER NOT NULL REFERENCES runs(id), source TEXT NOT NULL, destination TEXT NOT NULL,
     plane TEXT NOT NULL, metric TEXT NOT NULL, value REAL NOT NULL, unit TEXT NOT NULL,
     expected REAL, status TEXT NOT NULL, raw TEXT NOT NULL, rail INTEGER, health TEXT, reason TEXT,
-    attempts INTEGER NOT NULL DEFAULT 1, cell INTEGER, counters TEXT
+    attempts INTEGER NOT NULL DEFAULT 1, cell INTEGER, counters TEXT, to_rail INTEGER, path TEXT
 );
 """
 # Columns added since the first schema, added to an older database when it is next written to.
 ADDED_COLUMNS = {"rail": "INTEGER", "health": "TEXT", "reason": "TEXT", "attempts": "INTEGER NOT NULL DEFAULT 1",
-                 "cell": "INTEGER", "counters": "TEXT"}
+                 "cell": "INTEGER", "counters": "TEXT", "to_rail": "INTEGER", "path": "TEXT"}
 # A run's cells read from an index without touching the rows: raw outputs (tens of kB each, and
 # the columns after them) stay on disk when a 2 000-node run's matrix is drawn. `cell` is the
 # measurement as a matrix cell (cell_code), written with it: 2 million cells cost no arithmetic.
@@ -44,7 +44,7 @@ MAX_RAW = 1 << 20  # a measurement's raw tool output: iperf3's JSON is tens of k
 MAX_HEALTH = 1 << 14  # two ends' health as JSON: a few hundred bytes
 MAX_COUNTERS = 1 << 16  # two ends' counter growth as JSON
 COLUMNS = ("source", "destination", "plane", "metric", "value", "unit", "expected", "status", "raw", "rail",
-           "health", "reason", "attempts", "counters")
+           "health", "reason", "attempts", "counters", "to_rail", "path")
 WRITTEN = (*COLUMNS, "cell")
 
 
@@ -59,7 +59,9 @@ class Measurement(Frozen):
     status: str  # ok | inconclusive (an end was saturated) | congested (low, and the ends paused or got CNPs:
     # reason "flow control: ..." or "congestion: ...") | low | failed
     raw: str = ""
-    rail: int | None = None  # the rail measured (rail pattern); None for the plane as a whole
+    rail: int | None = None  # the rail measured (the source's); None for the plane as a whole
+    to_rail: int | None = None  # the destination's rail where it differs (a pair across rails, fabric pattern)
+    path: str | None = None  # the path class in the Plan: same-leaf, cross-leaf, cross-pod (fabric pattern)
     health: tuple[EndHealth, ...] = ()  # each end's CPU over the measurement's window
     reason: str | None = None  # why the status: which end was saturated, by which figure
     attempts: int = 1  # measured this many times (a retry of an inconclusive pair counts)
@@ -131,6 +133,7 @@ def _column(name: str) -> str:
     return {"raw": f"substr(raw, 1, {MAX_RAW})", "health": f"substr(health, 1, {MAX_HEALTH})",
             "counters": f"substr(counters, 1, {MAX_COUNTERS})",
             "reason": "substr(reason, 1, 1024)", "value": "value", "expected": "expected", "rail": "rail",
+            "to_rail": "to_rail", "path": "substr(path, 1, 32)",
             "attempts": "attempts"}.get(name, f"substr({name}, 1, 256)")
 
 
@@ -227,8 +230,9 @@ def _row(m: Measurement) -> tuple[object, ...]:
 
 def _replace(db: sqlite3.Connection, run_id: int, m: Measurement) -> bool:
     found = db.execute("SELECT rowid FROM measurements WHERE run_id = ? AND source = ? AND destination = ? "
-                       "AND plane = ? AND metric = ? AND rail IS ? AND status = 'inconclusive' LIMIT 1",
-                       (run_id, m.source, m.destination, m.plane, m.metric, m.rail)).fetchone()
+                       "AND plane = ? AND metric = ? AND rail IS ? AND to_rail IS ? "
+                       "AND status = 'inconclusive' LIMIT 1",
+                       (run_id, m.source, m.destination, m.plane, m.metric, m.rail, m.to_rail)).fetchone()
     if found is not None:
         db.execute(f"UPDATE measurements SET {', '.join(f'{c} = ?' for c in WRITTEN)} WHERE rowid = ?",
                    (*_row(m), found[0]))

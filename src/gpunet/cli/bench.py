@@ -37,7 +37,7 @@ from gpunet.api.bench import (
 )
 from gpunet.cli.console import cell, print_table, shown, stderr, stdout
 from gpunet.cli.errors import EXIT_FINDINGS, handles_errors
-from gpunet.cli.options import JsonOpt, LabExecOpt, OptionalNodesArg, PlanOpt
+from gpunet.cli.options import JsonOpt, LabExecOpt, OptionalNodesArg, PairsOpt, PlanOpt, RailOpt
 from gpunet.errors import UsageError
 
 app = typer.Typer(help="Measure the fabric against the Plan (iperf3, perftest, nccl-tests), keep the history.",
@@ -48,6 +48,7 @@ DbOpt = Annotated[Path | None, typer.Option(
 PngOpt = Annotated[Path | None, typer.Option("--png", help="Also draw the matrix as a heat-map PNG here.")]
 MATRIX_UP_TO = 16  # nodes: a wider matrix does not fit a terminal
 WORST_SHOWN = 20
+WHOLE_TABLE_UP_TO = 200  # pairs of a fabric run listed whole, each with its rail and path
 WHOLE_RUN_UP_TO = 10_000  # measurements: `show` loads a run whole up to this, else only its worst
 VERDICT_COLOURS = {"fail": "red", "missing": "red", "warn": "yellow", "inconclusive": "blue", "new": "cyan",
                    "ok": "green", "congested": "magenta"}
@@ -61,7 +62,10 @@ def run_(
     nodes: OptionalNodesArg = None,
     plan: PlanOpt = None,
     lab: LabExecOpt = None,
-    pattern: Annotated[str, typer.Option(help=f"One of {', '.join(PATTERNS)}.")] = "all-pairs",
+    pattern: Annotated[str, typer.Option(help=f"One of {', '.join(PATTERNS)}. fabric: every NIC with one under "
+                                              "its own leaf, and every two leaves crossed once.")] = "fabric",
+    rail: RailOpt = None,
+    pairs: PairsOpt = None,
     plane: Annotated[str, typer.Option(help="Plane to measure.")] = "compute",
     duration: Annotated[int, typer.Option(help="Seconds per measurement.", min=1)] = 3,
     tool: Annotated[str, typer.Option(help=f"One of {', '.join(TOOLS)}.")] = "iperf3",
@@ -85,16 +89,19 @@ def run_(
     as_json: JsonOpt = False,
 ) -> None:
     """The tool over every pair of the pattern among NODES (default: all on the plane), round by
-    round; flags pairs below 85 % of expected, and calls inconclusive a pair measured while an end's
-    CPU was saturated. With --tool nccl, one nccl-tests job over the nodes (judged by its check;
-    compare runs for speed). In a lab (--lab), iperf3 runs inside its servers' namespaces."""
+    round (the default, fabric: every NIC with one under its own leaf, every two leaves crossed once);
+    flags pairs below 85 % of expected or with one slow equal-cost path, and calls inconclusive a pair
+    short of that measured while an end's CPU was saturated. With --tool nccl, one nccl-tests job
+    over the nodes (judged by its check; compare runs for speed). In a lab (--lab), iperf3 runs
+    inside its servers' namespaces."""
     nodes, plan = _old_positional_plan(nodes, plan)
     db = db or default_db()
     if detach is not None:
         _detach(detach, db, as_json)
         return
     wanted = BenchRun(pattern=pattern, plane=plane, nodes=nodes, seconds=duration, tool=tool, nccl_test=nccl_test,
-                      launcher=launcher, congestion=congestion, retry_inconclusive=retry_inconclusive)
+                      launcher=launcher, congestion=congestion, retry_inconclusive=retry_inconclusive,
+                      rail=rail, pairs=pairs)
     with _progress(pattern) as progress:
         outcome = bench.run(wanted, plan=plan, lab=lab, db=db, progress=progress)
     run_id, results = outcome.run_id, outcome.measurements
@@ -162,35 +169,43 @@ def _print_results(results: list[Measurement]) -> None:
     """A job line for an nccl-tests run, the matrix for a few nodes, the worst pairs for many."""
     if any(m.metric == "busbw" for m in results):
         _print_job(results)
+    elif any(m.path for m in results):
+        _print_worst(results, rows_shown=WHOLE_TABLE_UP_TO)
     elif len({m.source for m in results} | {m.destination for m in results}) <= MATRIX_UP_TO:
         _print_matrix(results)
     else:
         _print_worst(results)
 
 
-def _print_worst(results: list[Measurement], counts: Counter[str] | None = None) -> None:
+def _print_worst(results: list[Measurement], counts: Counter[str] | None = None, rows_shown: int = WORST_SHOWN) -> None:
     """The worst pairs (not ok first, then the lowest %), and how many of each status in all."""
     ranked = sorted(results, key=lambda m: (m.status == "ok", m.percent_of_expected or 0.0))
     counts = counts or Counter[str](m.status for m in results)
-    caption = (f"the {WORST_SHOWN} worst of {counts.total()} pairs; --png or --json for all"
-               if counts.total() > WORST_SHOWN else f"all {counts.total()} pairs, worst first")
-    table = Table("from", "to", "rail", "measured", "expected", "%", "status", box=box.SIMPLE_HEAD, caption=caption)
-    for m in ranked[:WORST_SHOWN]:
+    caption = (f"the {rows_shown} worst of {counts.total()} pairs; --png or --json for all"
+               if counts.total() > rows_shown else f"all {counts.total()} pairs, worst first")
+    table = Table("from", "to", "rail", "path", "measured", "expected", "%", "status", box=box.SIMPLE_HEAD,
+                  caption=caption)
+    for m in ranked[:rows_shown]:
         colour = STATUS_COLOURS.get(m.status, "red")
         pct = m.percent_of_expected
-        table.add_row(cell(m.source), cell(m.destination), _text(m.rail), cell(f"{m.value:.2f} {m.unit}"),
-                      _text(m.expected), "-" if pct is None else f"{pct:.0f}",
+        table.add_row(cell(m.source), cell(m.destination), _rails(m), cell(m.path or ""),
+                      cell(f"{m.value:.2f} {m.unit}"), _text(m.expected), "-" if pct is None else f"{pct:.0f}",
                       f"[{colour}]{escape(m.status)}[/{colour}]")
     print_table(table)
     stdout.print(", ".join(f"{n} {status}" for status, n in sorted(counts.items())), soft_wrap=True)
     _print_reasons(ranked)  # the first of each status, and how many more: not only those in the table
 
 
+def _rails(m: Measurement | Comparison) -> str:
+    """A pair's rail, or its two rails (0>3) where it crosses rails."""
+    return _text(m.rail) if m.to_rail is None else f"{_text(m.rail)}>{m.to_rail}"
+
+
 def _print_reasons(results: list[Measurement]) -> None:
     """Why the inconclusive pairs could not judge their links, and what held the congested ones back
     (the first WORST_SHOWN of each)."""
-    for status in ("inconclusive", "congested"):
-        told = [m for m in results if m.status == status]
+    for status in ("inconclusive", "congested", "low"):
+        told = [m for m in results if m.status == status and (m.reason or status != "low")]
         for m in told[:WORST_SHOWN]:
             stdout.print(cell(f"{status} {m.source} -> {m.destination}: {m.reason or 'an end was saturated'}"),
                          soft_wrap=True)
@@ -291,7 +306,7 @@ def _print_comparison(rows: list[Comparison]) -> None:
                   "variance", "verdict", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     for r in rows:
         colour = VERDICT_COLOURS[r.verdict]
-        table.add_row(cell(r.source), cell(r.destination), *([_text(r.rail)] if rails else []), cell(r.plane),
+        table.add_row(cell(r.source), cell(r.destination), *([_rails(r)] if rails else []), cell(r.plane),
                       cell(r.metric), cell(r.unit),
                       _text(r.baseline), _text(r.current), "" if r.variance is None else f"{100 * r.variance:+.1f} %",
                       f"[{colour}]{r.verdict}[/{colour}]")

@@ -6,6 +6,8 @@ same thing wherever it appears (README, "Options").
     --lab ID      this lab; how it is reached (SSH with the lab's key, or ip netns exec) follows the
                   command's nature and its help says which
     --ibsim ID    this simulated InfiniBand fabric
+    --rail N      only rail N's NICs (a rail-optimized plane's rail, numbered from 0)
+    --pairs N     at most N pairs, a sample that still spans the rails and leaves
     NODES         a NodeSet, always positional: gpu[001-032],login01, and with a plan @role:gpu ...
 
 Old spellings keep working for one release, each with a line on stderr (DEPRECATED below).
@@ -41,6 +43,12 @@ IbsimOpt = Annotated[str | None, typer.Option(
 IbsimIdOpt = Annotated[str, typer.Option(
     "--ibsim", metavar="ID", show_default=False,
     help="The simulated InfiniBand fabric this command acts on (required; 1-4 lowercase letters or digits).")]
+RailOpt = Annotated[int | None, typer.Option(
+    "--rail", metavar="N", min=0, show_default=False,
+    help="Only rail N's NICs (rails numbered from 0, as in the Plan).")]
+PairsOpt = Annotated[int | None, typer.Option(
+    "--pairs", metavar="N", min=1, show_default=False,
+    help="At most N pairs: a sample that still spans the rails, leaves and path classes (a short run).")]
 NodesArg = Annotated[str, typer.Argument(metavar="NODES", help=NODES_HELP, show_default=False)]
 OptionalNodesArg = Annotated[str | None, typer.Argument(metavar="[NODES]", help=NODES_HELP, show_default=False)]
 UserOpt = Annotated[str | None, typer.Option("--user", help="SSH user (default: yours, or the ssh_config's).")]
