@@ -72,7 +72,8 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _repack("ClusterShell", house)
     links = [arg for m in [house, *mirrors] for arg in ("--find-links", str(m))]
     done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-index", *links, "--only-binary", ":all:",
-                           "--isolated", "--disable-pip-version-check", "-d", str(house), "setuptools>=68", *_direct()], capture_output=True, text=True,
+                           "--isolated", "--disable-pip-version-check", "-d", str(house), "setuptools>=68",
+                           *_direct()], capture_output=True, text=True,
                           timeout=600, check=False, env={**os.environ, "PIP_CONFIG_FILE": os.devnull})
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return house
