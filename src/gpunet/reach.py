@@ -24,6 +24,7 @@ from gpunet.errors import UsageError
 from gpunet.fabric.counters import EthPortErrors
 from gpunet.fleet import ClusterShellRunner, lab_runner
 from gpunet.fleet.groups import resolve_nodes
+from gpunet.fleet.node_gpunet import launch_argv
 from gpunet.lab.access import DeviceRun, apply_paths, device_runners, hop_addresses, lab_key, lab_plan_path
 from gpunet.lab.access import switch_counters as lab_switch_counters
 from gpunet.lab.build import COUNTERS_NOTE, node_argv
@@ -154,11 +155,35 @@ class Reach:
     def counter_root(self, node: str) -> str:
         """Where a node's /sys and /proc are read from for its counters: its own, or in a lab the
         server's own file tree (where a test replays recorded NIC counters; the lab has no NICs)."""
+        return self.node_root(node)
+
+    def node_root(self, node: str) -> str:
+        """The root of a node's own files: "/", or in a lab the server's own tree (the servers
+        share this machine's filesystem: what one installs must never land in another's, or ours)."""
         return str(apply_paths(self.lab or "")[0] / node) if self.kind == "lab" else "/"
 
-    def gpunet_argv(self) -> list[str]:
-        """gpunet on the nodes: a lab's servers share this machine's files, so this very gpunet."""
-        return [sys.executable, "-m", "gpunet"] if self.kind == "lab" else ["gpunet"]
+    def node_path(self, node: str, path: str) -> str:
+        """An absolute path as this node sees its own files (in a lab, under the server's tree)."""
+        root = self.node_root(node)
+        return path if root == "/" else root + path
+
+    def node_python(self) -> str:
+        """The nodes' own Python: python3 on real nodes; a lab's servers share this machine's files,
+        so this very interpreter (never its site-packages: installs go into a venv of their own)."""
+        return sys.executable if self.kind == "lab" else "python3"
+
+    def gpunet_argv(self, node: str, prefix: str) -> list[str]:
+        """gpunet on a node: `fleet install`'s venv under PREFIX (in the node's own tree) when it is
+        there, else the node's Python; its version checked against this one first."""
+        return launch_argv(self.node_path(node, prefix), self.node_python())
+
+    def cli_words(self) -> list[str]:
+        """The options that reach these nodes again the same way (for a fix to paste)."""
+        if self.kind == "lab":
+            return ["--lab", self.lab or ""]
+        words = ["--plan", str(self.plan_path)] if self.plan_path else []
+        words += ["--user", self.user] if self.user else []
+        return words + (["--key", str(self.key)] if self.key else [])
 
     def remote_plan(self) -> str:
         """The plan's path on the nodes: the lab's own plan in a lab, else where it is installed."""

@@ -32,10 +32,11 @@ def reach(*, lab: str | None, plan: Path | None, user: str | None = None, key: P
     if lab:
         reached = Reach.of_lab(lab, "ssh", fanout=fanout, connect_timeout=connect_timeout)
         servers, pids = reached.apply_paths()
-        remote = Remote.for_lab(reached.runner(), Where(lab_root=str(servers), sshd_pid_dir=str(pids)))
+        remote = Remote.for_lab(reached.runner(), Where(lab_root=str(servers), sshd_pid_dir=str(pids)),
+                                tuple(reached.cli_words()))
     elif plan is not None:
         reached = Reach.of_nodes(plan, user, key, fanout=fanout, connect_timeout=connect_timeout)
-        remote = Remote(runner=key_only(reached.runner()), where=Where())
+        remote = Remote(runner=key_only(reached.runner()), where=Where(), reach_words=tuple(reached.cli_words()))
     else:
         raise UsageError("give --plan (the plan.json to apply) or --lab")
     return reached.require_plan(), remote, reached

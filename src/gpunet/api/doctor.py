@@ -8,6 +8,7 @@ than its interval. The fleet doctor and a spec to design are imported when asked
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,14 +61,24 @@ def probe(interval: float) -> NodeState:
 
 
 def fleet_doctor(nodes: str, *, lab: str | None, plan: Path | None, user: str | None, key: Path | None,
-                 remote_plan: str | None, peers: bool, interval: float) -> FleetDoctorReport:
+                 remote_plan: str | None, peers: bool, interval: float, prefix: str | None = None) -> FleetDoctorReport:
     """`gpunet doctor --json` on every node (a lab's servers over SSH, or nodes at the Plan's
-    management addresses), findings folded across nodes. The nodes need gpunet and the plan there
-    (in a lab they share this machine's: its own gpunet and the lab's plan)."""
+    management addresses), findings folded across nodes. Each node runs `fleet install`'s venv under
+    PREFIX (default /opt/gpunet; in a lab, under the server's own tree) when it is there, else its
+    own Python's gpunet; a node whose gpunet is missing or another version than this one is named
+    with the `fleet install` command that fixes it."""
     from gpunet.api.fleet import reach
+    from gpunet.fleet import FleetResult
     from gpunet.fleet.doctor import doctor_command, fold_doctor
+    from gpunet.fleet.node_gpunet import DEFAULT_PREFIX, install_command
+    from gpunet.fleet.steps import run_each
 
+    where = prefix or DEFAULT_PREFIX
     wanted, reached = reach(nodes, lab=lab, plan=plan, user=user, key=key, timeout=FLEET_TIMEOUT_S + interval)
-    command = doctor_command(reached.gpunet_argv(), remote_plan or reached.remote_plan(), peers, interval,
-                             str(wanted))
-    return fold_doctor(reached.runner().run(command, wanted))
+    def command(gpunet: list[str]) -> list[str]:
+        return doctor_command(gpunet, remote_plan or reached.remote_plan(), peers, interval, str(wanted))
+
+    outcomes = run_each(reached.runner(), {n: command(reached.gpunet_argv(n, where)) for n in wanted},
+                        timeout=FLEET_TIMEOUT_S + interval)
+    result = FleetResult(command=shlex.join(command(["gpunet"])), outcomes=outcomes)
+    return fold_doctor(result, fix=lambda folded: install_command(folded, reached.cli_words(), where))

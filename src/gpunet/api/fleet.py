@@ -4,26 +4,33 @@ SSH with the lab's key, or real nodes at the Plan's management addresses."""
 
 from __future__ import annotations
 
+import tempfile
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ClusterShell.NodeSet import NodeSet
 
+from gpunet import __version__
 from gpunet.errors import UsageError
 from gpunet.fleet import ClusterShellRunner, FleetResult, local_runner
 from gpunet.fleet.capture import capture as run_capture
 from gpunet.fleet.capture import capture_plan
 from gpunet.fleet.detach import STATE_DIR, VIA, DetachedRun, attach_argv, check_run, follow_output, run_status, stop_run
 from gpunet.fleet.gather import gather_from
+from gpunet.fleet.install import InstallResult, install_to
+from gpunet.fleet.node_gpunet import DEFAULT_PREFIX
 from gpunet.fleet.runs import detach_here, load_record, start_recorded
 from gpunet.fleet.steps import NodeLine
-from gpunet.fleet.transfer import COMPRESS_CHOICES, Phase, TransferResult, copy_to
+from gpunet.fleet.transfer import COMPRESS_CHOICES, Phase, TransferResult, copy_to, remote_path
+from gpunet.fleet.wheels import WHEELHOUSE, collect
 from gpunet.reach import Reach
 
-__all__ = ["COMPRESS_CHOICES", "STATE_DIR", "VIA", "Capture", "DetachedRun", "FleetResult", "NodeSet", "Reach",
-           "RunAccess", "TransferResult", "access_started", "attach", "capture", "capture_seconds", "copy",
-           "detach_here", "follow", "gather", "reach", "resolve_run", "run", "start_detached", "status", "stop"]
+__all__ = ["COMPRESS_CHOICES", "DEFAULT_PREFIX", "STATE_DIR", "VIA", "WHEELHOUSE", "Capture", "DetachedRun",
+           "FleetResult", "InstallResult", "NodeSet", "Reach", "RunAccess", "TransferResult", "access_started",
+           "attach", "capture", "capture_seconds", "copy", "detach_here", "follow", "gather", "install", "reach",
+           "resolve_run", "run", "start_detached", "status", "stop"]
 
 
 def reach(nodes: str, *, lab: str | None = None, plan: Path | None = None, user: str | None = None,
@@ -149,3 +156,19 @@ def capture(reached: Reach, interfaces: dict[str, list[str]], out: Path, *, expr
     """tcpdump on each node's interfaces, bounded; the pcaps come back through gather."""
     return run_capture(reached.runner(), interfaces, out, count=wanted.count, seconds=seconds, bpf=expression,
                        snaplen=wanted.snaplen)
+
+
+def install(reached: Reach, nodes: NodeSet, *, wheelhouse: Path, prefix: str = DEFAULT_PREFIX,
+            timeout: float = 600) -> InstallResult:
+    """This gpunet into PREFIX/venv on every node, from wheels only: its own (from the wheelhouse, or
+    built from its source tree) and its dependencies' from WHEELHOUSE; no index is reached, here or
+    there. A dependency missing from the wheelhouse is named with the command that fetches it (exit
+    3, nothing sent); per-node failures (no venv module, pip refusing) are data."""
+    prefix = remote_path(prefix, "--prefix")
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gpunet-install-") as work:
+        wheels = collect(wheelhouse.expanduser(), Path(work) / "wheels")
+        outcomes = install_to(reached.runner(), {n: reached.node_path(n, prefix) for n in nodes},
+                              Path(work) / "wheels", reached.node_python(), timeout=timeout)
+    return InstallResult(version=__version__, prefix=prefix, wheels=tuple(sorted(p.name for p in wheels)),
+                         seconds=round(time.monotonic() - start, 3), outcomes=outcomes)

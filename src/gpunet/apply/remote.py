@@ -15,6 +15,7 @@ from gpunet.apply.manifest import Where
 from gpunet.errors import ParseError
 from gpunet.files.inputs import load_json
 from gpunet.fleet import ClusterShellRunner, NodeOutcome
+from gpunet.fleet.node_gpunet import DEFAULT_PREFIX, FALLBACK_PYTHON, install_command, launch_argv
 from gpunet.fleet.steps import run_each
 from gpunet.fleet.transfer import why
 from gpunet.node.bundle import agent_script
@@ -34,15 +35,24 @@ class Remote:
 
     runner: ClusterShellRunner
     where: Where = field(default_factory=Where)
-    python: tuple[str, ...] = ("python3",)
-    gpunet: tuple[str, ...] = ("gpunet",)
+    python: tuple[str, ...] = (FALLBACK_PYTHON,)
     stage: str = REAL_STAGE
+    reach_words: tuple[str, ...] = ()  # the options that reach these nodes again (for a fix to paste)
 
     @classmethod
-    def for_lab(cls, runner: ClusterShellRunner, where: Where) -> Remote:
-        """A lab's servers share this machine's files: its Python and gpunet run there too."""
-        return cls(runner=key_only(runner), where=where, python=(sys.executable,),
-                   gpunet=(sys.executable, "-m", "gpunet"), stage=f"{where.lab_root}/incoming")
+    def for_lab(cls, runner: ClusterShellRunner, where: Where, reach_words: tuple[str, ...] = ()) -> Remote:
+        """A lab's servers share this machine's files: its Python runs there too (gpunet from a
+        venv in the server's own tree when `fleet install` put one there)."""
+        return cls(runner=key_only(runner), where=where, python=(sys.executable,), stage=f"{where.lab_root}/incoming",
+                   reach_words=reach_words)
+
+    def gpunet(self, node: str) -> list[str]:
+        """gpunet on a node: `fleet install`'s venv first, else the node's Python; version checked."""
+        root = f"{self.where.lab_root}/{node}" if self.where.lab_root else ""
+        return launch_argv(root + DEFAULT_PREFIX, self.python[0])
+
+    def install_fix(self, nodes: str) -> str:
+        return install_command(nodes, self.reach_words)
 
     @property
     def location(self) -> list[str]:

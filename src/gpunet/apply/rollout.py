@@ -35,7 +35,9 @@ from ClusterShell.NodeSet import NodeSet
 from gpunet.apply.manifest import node_manifest
 from gpunet.apply.remote import AGENT_SOURCE, Remote, Reply, agent_argv, call, status_of
 from gpunet.errors import UsageError
+from gpunet.fleet import NodeOutcome
 from gpunet.fleet.doctor import doctor_command, findings_of
+from gpunet.fleet.node_gpunet import node_gpunet
 from gpunet.fleet.steps import run_each
 from gpunet.fleet.transfer import copy_to, why
 from gpunet.model.base import Frozen
@@ -233,19 +235,27 @@ class BatchRun:
             return {}
         # the batch's own nodes are not probed: each is judged on itself, and one a bad change cut
         # off would hold every other node's doctor for its probes' timeouts
-        argv = doctor_command(self.remote.gpunet, f"{self.bundle_dir}/plan.json", True, DOCTOR_INTERVAL_S,
-                              skip=str(NodeSet.fromlist(self.nodes)))
-        outcomes = run_each(self.remote.runner, {n: argv for n in nodes}, timeout=timeout)
+        skip, plan = str(NodeSet.fromlist(self.nodes)), f"{self.bundle_dir}/plan.json"
+        commands = {n: doctor_command(self.remote.gpunet(n), plan, True, DOCTOR_INTERVAL_S, skip=skip) for n in nodes}
+        outcomes = run_each(self.remote.runner, commands, timeout=timeout)
         failing: dict[str, set[str]] = {}
         for n, outcome in outcomes.items():
             findings = findings_of(outcome.stdout) if outcome.rc in (0, 1) else None
             if findings is None:
                 if baseline:
                     self._end(n, "unreachable" if outcome.rc in (None, 255) else "refused", "untouched",
-                              f"doctor before the change: {why(outcome)}")
+                              f"doctor before the change: {self._doctor_problem(n, outcome)}")
                 continue
             failing[n] = {f"{f.check} {f.subject}".strip() for f in findings if f.verdict == "fail"}
         return failing
+
+    def _doctor_problem(self, node: str, outcome: NodeOutcome) -> str:
+        """Why a node's doctor gave no findings: a gpunet missing or of another version is said with
+        the command that installs this one there."""
+        found = node_gpunet(outcome)
+        if found is not None and not found.matches:
+            return f"{found.problem()}: {self.remote.install_fix(node)}"
+        return why(outcome)
 
     def _transact(self, node: str, baseline: set[str]) -> None:
         """Begin, then wait for `applied`, verify, confirm or abort; the deadline counts from when

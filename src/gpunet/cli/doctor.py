@@ -50,6 +50,9 @@ def doctor(
     remote_plan: Annotated[str | None, typer.Option(
         "--remote-plan", help="With NODES: the plan's path on the nodes (default: the lab's plan in a lab, "
                               "else /etc/gpunet/plan.json).")] = None,
+    prefix: Annotated[str | None, typer.Option(
+        "--prefix", help="With NODES: where `fleet install` put gpunet on the nodes (default /opt/gpunet; else "
+                         "each node's python3 runs it).")] = None,
     user: UserOpt = None,
     key: KeyOpt = None,
     as_json: JsonOpt = False,
@@ -59,7 +62,7 @@ def doctor(
     if nodes is not None:
         with stderr.status(f"doctor on {nodes}…", spinner="dots"):
             report = doctors.fleet_doctor(nodes, lab=lab, plan=plan, user=user, key=key, remote_plan=remote_plan,
-                                          peers=peers, interval=interval)
+                                          peers=peers, interval=interval, prefix=prefix)
         _print_fleet(report, show_pass, as_json)
         raise typer.Exit(outcome_code(findings=report.failed, unjudged=bool(report.unreachable)))
     with stderr.status("probing…", spinner="dots"):

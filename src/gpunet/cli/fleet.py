@@ -10,12 +10,12 @@ import typer
 
 from gpunet.api import fleet
 from gpunet.api.fleet import FleetResult
-from gpunet.cli import fleet_files, fleet_runs
+from gpunet.cli import fleet_files, fleet_install, fleet_runs
 from gpunet.cli.console import shown, stdout
 from gpunet.cli.errors import handles_errors, outcome_code
 from gpunet.cli.options import ConnectTimeoutOpt, FanoutOpt, JsonOpt, KeyOpt, LabSshOpt, NodesArg, PlanOpt, UserOpt
 
-app = typer.Typer(help="Run commands on many nodes through ClusterShell; copy files, capture packets.",
+app = typer.Typer(help="Run commands on many nodes through ClusterShell; copy files, capture packets, install gpunet.",
                   no_args_is_help=True)
 
 
@@ -68,5 +68,5 @@ def _print(result: FleetResult, as_json: bool) -> None:
 
 for _name, _command in (("copy", fleet_files.copy), ("gather", fleet_files.gather), ("capture", fleet_files.capture),
                         ("status", fleet_runs.status), ("logs", fleet_runs.logs), ("attach", fleet_runs.attach),
-                        ("stop", fleet_runs.stop)):
+                        ("stop", fleet_runs.stop), ("install", fleet_install.install)):
     app.command(name=_name)(_command)

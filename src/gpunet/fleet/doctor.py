@@ -5,15 +5,16 @@ verdict, subject) with the nodes that share it: `GN-MTU-01 fail ib3: gpu[003,017
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from gpunet.checks import Finding
 from gpunet.checks.base import VERDICT_ORDER
 from gpunet.errors import ParseError
 from gpunet.files.inputs import load_json
-from gpunet.fleet import FleetResult
+from gpunet.fleet import FleetResult, NodeOutcome
+from gpunet.fleet.node_gpunet import node_gpunet
 from gpunet.model.base import Frozen
 from gpunet.model.nodeset import fold
 
@@ -35,6 +36,8 @@ class FleetDoctorReport(Frozen):
     findings: tuple[FoldedFinding, ...]
     unreachable: dict[str, str]  # folded nodes -> why no findings came back
     unjudged: int = 0  # how many nodes those are: the summary counts only the others as judged
+    # folded nodes -> the gpunet version and the Python that judged them
+    gpunet: dict[str, str] = Field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -51,19 +54,40 @@ def doctor_command(gpunet: Sequence[str], remote_plan: str, peers: bool, interva
             *(["--skip-peers", skip] if peers and skip else [])]
 
 
-def fold_doctor(result: FleetResult) -> FleetDoctorReport:
+def fold_doctor(result: FleetResult, fix: Callable[[str], str] | None = None) -> FleetDoctorReport:
+    """Findings folded across nodes; a node without findings is named with why, and one whose
+    gpunet is missing or another version with the command that fixes it (`fix(nodes)`)."""
     findings: list[Finding] = []
     unreachable: dict[str, list[str]] = defaultdict(list)
+    wrong: dict[str, list[str]] = defaultdict(list)
+    ran: dict[str, list[str]] = defaultdict(list)
     for name, outcome in result.outcomes.items():
+        found = node_gpunet(outcome)
         parsed = findings_of(outcome.stdout) if outcome.rc in (0, 1) else None
-        if parsed is None:
-            why = outcome.error or f"exit {outcome.rc}: {(outcome.stderr or outcome.stdout).strip()[-200:]}"
-            unreachable[why].append(name)
+        if found is not None and not found.matches:
+            wrong[_pattern(found.problem(), name)].append(name)
+        elif parsed is None:
+            unreachable[_silent(outcome)].append(name)
         else:
             findings += [f.model_copy(update={"node": name}) for f in parsed]
-    return FleetDoctorReport(nodes=len(result.outcomes), findings=tuple(_fold(findings)),
-                             unreachable={fold(n): why for why, n in unreachable.items()},
-                             unjudged=sum(map(len, unreachable.values())))
+            if found is not None:
+                ran[_pattern(f"{found.found} ({found.python})", name)].append(name)
+    silent = {fold(n): why for why, n in unreachable.items()}
+    for problem, names in wrong.items():
+        nodes = fold(names)
+        silent[nodes] = f"{problem}: {fix(nodes)}" if fix else problem
+    return FleetDoctorReport(nodes=len(result.outcomes), findings=tuple(_fold(findings)), unreachable=silent,
+                             gpunet={fold(n): text for text, n in ran.items()},
+                             unjudged=sum(map(len, unreachable.values())) + sum(map(len, wrong.values())))
+
+
+def _silent(outcome: NodeOutcome) -> str:
+    return outcome.error or f"exit {outcome.rc}: {(outcome.stderr or outcome.stdout).strip()[-200:]}"
+
+
+def _pattern(text: str, node: str) -> str:
+    """A node's own name in its paths (a lab server's tree) as <node>: one line for many nodes."""
+    return text.replace(f"/{node}/", "/<node>/")
 
 
 def findings_of(stdout: str) -> list[Finding] | None:
