@@ -118,9 +118,10 @@ def test_copy_refuses_a_missing_destination_before_sending_anything(tmp_path: Pa
 def test_copy_with_mkdir_creates_the_destination_then_copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _on_this_machine(monkeypatch)
     source, dest = _tree(tmp_path), tmp_path / "new" / "models"
-    done = CliRunner().invoke(app, ["fleet", "copy", "n[1-2]", str(source), str(dest), "--mkdir", "--json"])
+    # one node: every "node" here is this machine, and two would race into the same destination
+    done = CliRunner().invoke(app, ["fleet", "copy", "n1", str(source), str(dest), "--mkdir", "--json"])
     assert done.exit_code == 0, done.output
-    assert {n: o["ok"] for n, o in json.loads(done.stdout)["outcomes"].items()} == {"n1": True, "n2": True}
+    assert {n: o["ok"] for n, o in json.loads(done.stdout)["outcomes"].items()} == {"n1": True}
     assert _digests(dest / "model") == _digests(source)
 
 

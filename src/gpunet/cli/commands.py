@@ -25,7 +25,7 @@ LAZY: dict[str, Lazy] = {
                   "Push the rendered configuration with a backup, verification against the Plan and an automatic "
                   "revert unless confirmed."),
     "fleet": Lazy("gpunet.cli.fleet", "app",
-                  "Run commands on many nodes through ClusterShell; copy files, capture packets."),
+                  "Run commands on many nodes through ClusterShell; copy files, capture packets, install gpunet."),
     "bench": Lazy("gpunet.cli.bench", "app",
                   "Measure the fabric against the Plan (iperf3, perftest, nccl-tests), keep the history."),
     "cabling": Lazy("gpunet.cli.cabling", "app",
