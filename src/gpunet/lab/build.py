@@ -6,14 +6,17 @@ import math
 import os
 import shutil
 import subprocess
+import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gpunet.errors import LabError, LabUsageError
 from gpunet.lab.addressing import LAB_RANGE
 from gpunet.lab.blueprint import Blueprint, Namespace, build_blueprint
-from gpunet.lab.lldpd import TX_INTERVAL_S, lldpd_available, start_lldpd, wait_for_sockets, wait_until_all_heard
+from gpunet.lab.lldpd import TX_INTERVAL_S, lldpd_available, silent_ports, start_lldpd, wait_for_sockets
+from gpunet.lab.neighbours import LAB_LIMITS, raise_limits, restore_limits
 from gpunet.lab.netns import (
     existing_namespaces,
     ip_batch,
@@ -22,6 +25,18 @@ from gpunet.lab.netns import (
     set_sysctls,
     tbf_line,
     tc_batch,
+)
+from gpunet.lab.ready import (
+    DEFAULT_DEADLINE_S,
+    PARALLEL,
+    ConditionName,
+    ConditionTiming,
+    LabNotReady,
+    LabView,
+    Readiness,
+    far_side_pings,
+    lab_conditions,
+    wait_ready,
 )
 from gpunet.lab.slice import slice_plan
 from gpunet.lab.sshd import start_sshd, write_ssh_files
@@ -32,6 +47,7 @@ from gpunet.lab.state import (
     free_slot,
     lab_dir,
     labs_lock,
+    labs_root,
     read_state,
     write_state,
 )
@@ -50,14 +66,17 @@ def _silent(step: str, done: int, total: int) -> None:
 
 def lab_up(
     plan: Plan, lab_id: str, *, max_nodes: int = 16, scale: float = 1.0,
-    run: CommandRunner = run_local, progress: Progress = _silent,
+    run: CommandRunner = run_local, progress: Progress = _silent, ready_timeout_s: float = DEFAULT_DEADLINE_S,
 ) -> LabState:
-    """Build the (sliced) plan in namespaces; idempotent for the same plan and id."""
+    """Build the (sliced) plan in namespaces and return once it is ready to be judged (lab/ready.py),
+    or raise LabNotReady when `ready_timeout_s` passes first; idempotent for the same plan and id."""
     check_id(lab_id)
     check_sizes(max_nodes, scale)
+    check_deadline(ready_timeout_s)
     _require_root()
     with labs_lock():
-        return _up(plan, lab_id, max_nodes=max_nodes, scale=scale, run=run, progress=progress)
+        return _up(plan, lab_id, max_nodes=max_nodes, scale=scale, run=run, progress=progress,
+                   deadline_s=ready_timeout_s)
 
 
 MAX_SCALE = 1000.0  # Mbit/s per plan Gbit/s: 400G at 400 Gbit/s is past what veths carry anyway
@@ -72,13 +91,22 @@ def check_sizes(max_nodes: int, scale: float) -> None:
         raise LabUsageError(f"--scale {scale}: give Mbit/s per plan Gbit/s, above 0 and at most {MAX_SCALE:g}")
 
 
+MAX_DEADLINE_S = 3600.0
+
+
+def check_deadline(seconds: float) -> None:
+    if not (math.isfinite(seconds) and 0 <= seconds <= MAX_DEADLINE_S):
+        raise LabUsageError(f"--ready-timeout {seconds}: give seconds from 0 to {MAX_DEADLINE_S:g}")
+
+
 def _require_root() -> None:
     if os.geteuid() != 0:
         raise LabError("the lab creates network namespaces: run it as root (sudo gpunet lab ...)")
 
 
 def _up(
-    plan: Plan, lab_id: str, *, max_nodes: int, scale: float, run: CommandRunner, progress: Progress
+    plan: Plan, lab_id: str, *, max_nodes: int, scale: float, run: CommandRunner, progress: Progress,
+    deadline_s: float,
 ) -> LabState:
     sliced = slice_plan(plan, max_nodes)
     digest = plan_digest(sliced)
@@ -96,8 +124,8 @@ def _up(
     state = _state(blueprint, slot, digest, scale, "building")
     write_state(state)  # before anything exists, so `down` can always find what to remove
     (lab_dir(lab_id) / LAB_PLAN).write_text(blueprint.lab_plan.model_dump_json(indent=1))
-    _create(blueprint, run, progress)
-    state = state.model_copy(update={"status": "up"})
+    readiness = _create(blueprint, run, progress, deadline_s)
+    state = state.model_copy(update={"status": "up", "readiness": readiness})
     write_state(state)
     return state
 
@@ -131,7 +159,7 @@ def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> 
         namespaces={n.name: n.kind for n in bp.namespaces},
         servers={n.device: n.name for n in bp.namespaces if n.kind == "server"},
         mgmt_addresses=bp.mgmt_addresses, address_map=bp.address_map,
-        veths=tuple(bp.veths), notes=(*bp.notes, _lldp_note(), COUNTERS_NOTE),
+        veths=tuple(bp.veths), notes=(*bp.notes, _lldp_note(), COUNTERS_NOTE, NEIGHBOURS_NOTE),
         scale_mbit_per_gbit=scale,
         routes={n.name: tuple(c for c in n.commands if c.startswith("route ")) for n in bp.namespaces},
         addresses={n.name: tuple(c for c in n.commands if c.startswith("addr add ")) for n in bp.namespaces},
@@ -142,6 +170,11 @@ COUNTERS_NOTE = ("loss faults are nftables drops: they move no interface error c
                  "finds them by probing every equal-cost path; port-counter localization runs on `gpunet ibsim`")
 
 
+NEIGHBOURS_NOTE = (f"while a lab is up the host's neighbour table, which every namespace shares, holds up to "
+                   f"{LAB_LIMITS['gc_thresh3']} entries (net.ipv4.neigh.default.gc_thresh3; the last lab down "
+                   "puts back the host's own limits)")
+
+
 def _lldp_note() -> str:
     if lldpd_available():
         return (f"lldpd in every server and switch (LLDP every {TX_INTERVAL_S} s): `gpunet cabling check --lab ID` "
@@ -149,7 +182,9 @@ def _lldp_note() -> str:
     return "no LLDP: lldpd is not installed (Debian package lldpd), so `cabling check --lab` has nothing to read"
 
 
-def _create(bp: Blueprint, run: CommandRunner, progress: Progress) -> None:
+def _create(bp: Blueprint, run: CommandRunner, progress: Progress, deadline_s: float) -> Readiness:
+    """Everything the blueprint names, then the wait until it is ready; how long each took."""
+    started = time.monotonic()
     steps: list[tuple[str, Callable[[], None]]] = [
         ("namespaces", lambda: ip_batch(run, (f"netns add {n.name}" for n in bp.namespaces))),
         ("sysctls", lambda: _each(bp, lambda n: set_sysctls(run, n.name, n.sysctls))),
@@ -163,9 +198,35 @@ def _create(bp: Blueprint, run: CommandRunner, progress: Progress) -> None:
         ("lldpd", lambda: _lldpd(bp)),
     ]
     for done, (name, step) in enumerate(steps):
-        progress(name, done, len(steps))
+        progress(name, done, len(steps) + 1)
         step()
-    progress("up", len(steps), len(steps))
+    built_s = time.monotonic() - started
+    progress("waiting until ready", len(steps), len(steps) + 1)
+    conditions = _wait_ready(bp, run, deadline_s)
+    progress("up", len(steps) + 1, len(steps) + 1)
+    return Readiness(built_s=round(built_s, 3), ready_s=round(time.monotonic() - started - built_s, 3),
+                     conditions=conditions)
+
+
+def _wait_ready(bp: Blueprint, run: CommandRunner, deadline_s: float) -> dict[ConditionName, ConditionTiming]:
+    """Addresses settled, sshd listening, LLDP heard on every cable end (where lldpd runs) and a
+    ping per server and plane answered; a clear error naming what is not, once the deadline passes."""
+    servers = {n.device: n.name for n in bp.namespaces if n.kind == "server"}
+    view = LabView(
+        namespaces=[n.name for n in bp.namespaces], host_if=bp.host_if,
+        sshd={node: (ns, bp.mgmt_addresses[node]) for node, ns in servers.items() if node in bp.mgmt_addresses},
+        lldp_ports=_lldp_ports(bp) if lldpd_available() else {},
+        pings=[(servers[p.node], p) for p in far_side_pings(bp.lab_plan, list(servers))],
+    )
+    with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
+        def lldp_silent(ports: Mapping[str, set[str]]) -> list[str]:
+            return silent_ports(ports, lambda ns: _prefix(bp, ns), pool)
+        try:
+            return wait_ready(lab_conditions(view, run, pool, lldp_silent), deadline_s)
+        except LabNotReady as exc:
+            raise LabNotReady(
+                f"lab {bp.lab_id} is built but {exc}. It is left as it is (status: building) to look at; "
+                f"`gpunet lab down --lab {bp.lab_id}` removes it, `lab up` again rebuilds it", exc.pending) from None
 
 
 def _proxy_arp_now(bp: Blueprint, run: CommandRunner) -> None:
@@ -201,11 +262,13 @@ def _shape(bp: Blueprint, run: CommandRunner) -> None:
 
 def _host_side(bp: Blueprint, run: CommandRunner) -> None:
     """One veth to the management plane, and nothing else of 198.18.0.0/15 reachable (the
-    first lab up adds the unreachable route, the last one down removes it)."""
+    first lab up adds the unreachable route, the last one down removes it); room in the host's
+    neighbour table for every lab's entries (lab/neighbours.py)."""
     lines = [f"addr add {bp.host_address} dev {bp.host_if}", f"link set dev {bp.host_if} up"]
     if not run(["ip", "route", "show", "exact", str(LAB_RANGE)], check=False).stdout.strip():
         lines.append(f"route add unreachable {LAB_RANGE}")
     ip_batch(run, lines)
+    raise_limits(labs_root())
     # Servers route out via the host's veth (their gateway): the host forwards none of it.
     run(["sysctl", "-q", "-w", f"net.ipv4.conf.{bp.host_if}.forwarding=0",
          f"net.ipv6.conf.{bp.host_if}.disable_ipv6=1"], check=False)
@@ -233,7 +296,8 @@ def _sshd(bp: Blueprint, run: CommandRunner) -> None:
 
 
 def _lldpd(bp: Blueprint) -> None:
-    """lldpd in every server and switch; the lab works without it (no LLDP, said in its notes)."""
+    """lldpd in every server and switch; the lab works without it (no LLDP, said in its notes). That
+    every cable end has heard its neighbour is one of the conditions `_wait_ready` waits for."""
     if not lldpd_available():
         return
     log = lab_dir(bp.lab_id) / "lldpd.log"
@@ -242,10 +306,6 @@ def _lldpd(bp: Blueprint) -> None:
     late = wait_for_sockets([ETC_NETNS / ns.name for ns in bp.namespaces])
     if late:
         raise LabError(f"lldpd did not start in {', '.join(p.name for p in late[:3])}; see {log}")
-    silent = wait_until_all_heard(_lldp_ports(bp), lambda ns: _prefix(bp, ns))
-    if silent:
-        raise LabError(f"lldpd has not heard a neighbour on {len(silent)} port(s), e.g. {', '.join(silent[:3])}; "
-                       f"see {log}")
 
 
 def _lldp_ports(bp: Blueprint) -> dict[str, set[str]]:
@@ -315,6 +375,7 @@ def _down(lab_id: str, run: CommandRunner) -> list[str]:
     _remove_names(state, run)
     if not [s for s in all_states() if s.lab_id != lab_id]:
         ip_batch(run, [f"route del unreachable {LAB_RANGE}"], force=True)
+        restore_limits(labs_root())
     left = sorted(names & existing_namespaces())
     if run(["ip", "link", "show", state.host_if], check=False).returncode == 0:
         left.append(f"link {state.host_if}")

@@ -82,19 +82,13 @@ def wait_until_heard(expected: Mapping[tuple[str, str], str], prefix: Callable[[
     return wrong
 
 
-def wait_until_all_heard(ports: Mapping[str, set[str]], prefix: Callable[[str], list[str]],
-                         timeout_s: float = 30.0) -> list[str]:
-    """Poll each namespace's whole neighbour table until every listed interface hears someone:
-    until then a fresh lab's cables would read as missing. The "ns:interface" still silent."""
-    deadline = time.monotonic() + timeout_s
-    silent = dict(ports)
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        while silent and time.monotonic() < deadline:
-            heard = dict(zip(silent, pool.map(lambda ns: _heard_on(prefix(ns)), silent), strict=True))
-            silent = {ns: left for ns, interfaces in silent.items() if (left := interfaces - heard[ns])}
-            if silent:
-                time.sleep(0.25)
-    return sorted(f"{ns}:{interface}" for ns, interfaces in silent.items() for interface in interfaces)
+def silent_ports(ports: Mapping[str, set[str]], prefix: Callable[[str], list[str]], pool: ThreadPoolExecutor
+                 ) -> list[str]:
+    """One look at each namespace's whole neighbour table: the listed interfaces that have heard
+    nobody yet, as "namespace:interface" (until they have, a fresh lab's cables read as missing)."""
+    names = list(ports)
+    heard = dict(zip(names, pool.map(lambda ns: _heard_on(prefix(ns)), names), strict=True))
+    return sorted(f"{ns}:{interface}" for ns in names for interface in ports[ns] - heard[ns])
 
 
 def _heard_on(prefix: list[str]) -> set[str]:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, StringConstraints, ValidationError
 
 from gpunet.errors import LabError, LabUsageError
 from gpunet.lab.addressing import MAX_LABS
+from gpunet.lab.ready import Readiness
 from gpunet.model.base import Frozen
 from gpunet.model.types import AddressText, Hostname, InterfaceText, PortName
 
@@ -91,6 +92,8 @@ class LabState(Frozen):
     # Addresses per namespace: a cable end moved to another namespace (a miswire) loses its own.
     addresses: dict[Namespace, tuple[AddressLine, ...]] = Field(default_factory=dict)
     scale_mbit_per_gbit: float = Field(1.0, gt=0, allow_inf_nan=False)
+    # How long `lab up` took to build it and then to see it ready (None: built by an older gpunet).
+    readiness: Readiness | None = None
 
 
 def labs_root() -> Path:

@@ -1,0 +1,246 @@
+"""When a lab is ready to be judged, and waiting until it is.
+
+`lab up` creates everything in a second or two, but a check run right then could still see a lab
+that is settling: an address in duplicate-address detection, an sshd not yet listening, an lldpd
+that has not heard its neighbour, a path whose first packets are still resolving neighbours. Each
+condition here looks at the lab as it is (one observation: what is not ready yet, named) and
+`wait_ready` polls them until all hold or a deadline passes; a condition that held is not looked
+at again. The observations are parsed by small pure functions, so the waiting logic and the
+parsing are tested with fake observations; the lab tests run them for real."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import Field
+
+from gpunet.errors import LabError
+from gpunet.model.base import Frozen
+from gpunet.model.plan import Interface, Node, Plan
+from gpunet.runner import CommandRunner
+
+ConditionName = Literal["addresses", "sshd", "lldp", "routes"]
+POLL_S = 0.25  # between looks at what is still pending
+DEFAULT_DEADLINE_S = 60.0  # lldpd's first frames on a loaded 2-core host take seconds, not minutes
+PARALLEL = 8  # observation commands at once: bounded, whatever the lab's size
+SSH_PORT = "22"
+SHOWN = 3  # pending items named per condition in an error
+
+
+class ConditionTiming(Frozen):
+    """When one condition held, counted from the end of the build, and how many things it looked at."""
+
+    ready_s: float = Field(ge=0, allow_inf_nan=False)
+    checked: int = Field(ge=0)
+
+
+class Readiness(Frozen):
+    """How long a lab took: building it, then waiting until every condition held."""
+
+    built_s: float = Field(ge=0, allow_inf_nan=False)
+    ready_s: float = Field(ge=0, allow_inf_nan=False)
+    conditions: dict[ConditionName, ConditionTiming]
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One thing a judged lab needs. `pending` looks once and names what is not ready yet ([] once it
+    holds); `checked` is how many things it looks at (namespaces, servers, ports, pings)."""
+
+    name: ConditionName
+    checked: int
+    pending: Callable[[], list[str]]
+
+
+class LabNotReady(LabError):
+    """The deadline passed with conditions still pending; `pending` names them, per condition."""
+
+    def __init__(self, message: str, pending: Mapping[str, Sequence[str]]) -> None:
+        super().__init__(message)
+        self.pending = dict(pending)
+
+
+def wait_ready(conditions: Sequence[Condition], deadline_s: float, *, clock: Callable[[], float] = time.monotonic,
+               sleep: Callable[[float], None] = time.sleep) -> dict[ConditionName, ConditionTiming]:
+    """Poll every pending condition until all hold; each one's time is when it was first seen
+    holding. Always looks once, even with no time left (a lab that is ready is never refused)."""
+    started = clock()
+    timings: dict[ConditionName, ConditionTiming] = {}
+    waiting = list(conditions)
+    pending: dict[str, list[str]] = {}
+    while waiting:
+        pending = {c.name: c.pending() for c in waiting}
+        now = clock() - started
+        timings |= {c.name: ConditionTiming(ready_s=round(now, 3), checked=c.checked)
+                    for c in waiting if not pending[c.name]}
+        waiting = [c for c in waiting if pending[c.name]]
+        if waiting and now >= deadline_s:
+            raise LabNotReady(f"not ready after {deadline_s:g} s: {describe_pending(waiting, pending)}",
+                              {c.name: pending[c.name] for c in waiting})
+        if waiting:
+            sleep(POLL_S)
+    return {c.name: timings[c.name] for c in conditions}
+
+
+def describe_pending(waiting: Sequence[Condition], pending: Mapping[str, Sequence[str]]) -> str:
+    """"lldp: 2 of 48 silent (gnab-gpu1:ib0, gnab-gpu2:ib0); routes: ..." for an error message."""
+    parts = []
+    for condition in waiting:
+        named = pending[condition.name]
+        more = f", {len(named) - SHOWN} more" if len(named) > SHOWN else ""
+        parts.append(f"{condition.name}: {len(named)} of {condition.checked} not ready "
+                     f"({', '.join(named[:SHOWN])}{more})")
+    return "; ".join(parts)
+
+
+# --- addresses: duplicate-address detection done everywhere ---------------------------------------
+
+def unsettled_addresses(ip_addr_json: str) -> list[str]:
+    """The addresses of `ip -j addr` output still in duplicate-address detection (tentative), or that
+    failed it, as "interface address/prefix flag". Unreadable output counts as one unsettled entry:
+    it is looked at again rather than taken for settled."""
+    try:
+        links = json.loads(ip_addr_json or "[]")
+    except ValueError:
+        return ["unreadable `ip -j addr` output"]
+    found = []
+    for link in links if isinstance(links, list) else []:
+        for address in link.get("addr_info", []) if isinstance(link, dict) else []:
+            flags = [f for f in ("tentative", "dadfailed") if isinstance(address, dict) and address.get(f)]
+            if flags:
+                found.append(f"{link.get('ifname', '?')} {address.get('local', '?')}/"
+                             f"{address.get('prefixlen', '?')} {flags[-1]}")
+    return found
+
+
+# --- sshd: listening on the management address ------------------------------------------------------
+
+def sshd_listening(ss_output: str, address: str) -> bool:
+    """Whether `ss -Hltn` output shows a TCP listener on port 22 at `address` (or every address)."""
+    for line in ss_output.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[0] == "LISTEN":
+            host, _, port = fields[3].rpartition(":")
+            if port == SSH_PORT and host.strip("[]") in (address, "0.0.0.0", "*", "::"):
+                return True
+    return False
+
+
+# --- routes: every server reaches the far side of each of its planes --------------------------------
+
+@dataclass(frozen=True)
+class Ping:
+    """One echo a server sends on a plane, from its address there, to a peer's (or the gateway)."""
+
+    node: str
+    plane: str
+    source: str
+    target: str
+    peer: str
+
+    def __str__(self) -> str:
+        return f"{self.node}->{self.peer} on {self.plane} ({self.source}->{self.target})"
+
+
+def far_side_pings(plan: Plan, servers: Sequence[str]) -> list[Ping]:
+    """Per plane, each server pings the one half the plane away (in the plan's order: under another
+    leaf where the plane has several), from the address doctor probes from; and the management
+    gateway. One echo per server and plane: bounded by servers x planes."""
+    nodes = [n for n in plan.nodes if n.name in set(servers)]
+    addressed = {n.name: probed_interfaces(n) for n in nodes}
+    pings = []
+    for plane in sorted({p for mine in addressed.values() for p in mine}):
+        on_plane = [n.name for n in nodes if plane in addressed[n.name]]
+        for k, node in enumerate(on_plane):
+            peer = on_plane[(k + len(on_plane) // 2) % len(on_plane)]
+            if peer != node:
+                pings.append(Ping(node, plane, _ip(addressed[node][plane]), _ip(addressed[peer][plane]), peer))
+    gateway = next((p.gateway for p in plan.planes if p.name == "management" and p.gateway), None)
+    if gateway:
+        pings += [Ping(n, "management", _ip(mine["management"]), gateway, "gateway")
+                  for n, mine in addressed.items() if "management" in mine]
+    return pings
+
+
+def probed_interfaces(node: Node) -> dict[str, Interface]:
+    """The interface per plane doctor --peers probes from (the last addressed one; oob is never probed)."""
+    return {i.plane: i for i in node.interfaces if i.address and i.plane != "oob"}
+
+
+def _ip(interface: Interface) -> str:
+    return (interface.address or "").split("/")[0]
+
+
+def ping_argv(ping: Ping) -> list[str]:
+    """One echo, one second to answer, from the plane address (its routing table where NICs share a subnet)."""
+    return ["ping", "-n", "-q", "-c", "1", "-W", "1", "-I", ping.source, ping.target]
+
+
+# --- the conditions of a lab, observed through a runner ----------------------------------------------
+
+@dataclass(frozen=True)
+class LabView:
+    """What the conditions look at in a lab just built."""
+
+    namespaces: Sequence[str]  # every namespace the lab made
+    host_if: str  # its veth in the host's namespace
+    sshd: Mapping[str, tuple[str, str]]  # server -> (namespace, management address)
+    lldp_ports: Mapping[str, set[str]]  # namespace -> cabled interfaces; empty where lldpd does not run
+    pings: Sequence[tuple[str, Ping]]  # (the sending server's namespace, the echo)
+
+
+def lab_conditions(view: LabView, run: CommandRunner, pool: ThreadPoolExecutor,
+                   lldp_silent: Callable[[Mapping[str, set[str]]], list[str]] | None) -> list[Condition]:
+    """The conditions of this lab: LLDP only where lldpd runs (`lldp_silent` names the silent
+    "namespace:interface" of the ports given)."""
+    conditions = [
+        Condition("addresses", len(view.namespaces) + 1, lambda: _unsettled(view, run, pool)),
+        Condition("sshd", len(view.sshd), lambda: _not_listening(view, run, pool)),
+    ]
+    if lldp_silent is not None and view.lldp_ports:
+        ports = dict(view.lldp_ports)
+        conditions.append(Condition("lldp", sum(len(p) for p in ports.values()), lambda: _silent(ports, lldp_silent)))
+    pings = list(view.pings)
+    conditions.append(Condition("routes", len(pings), lambda: _unanswered(pings, run, pool)))
+    return conditions
+
+
+def _unsettled(view: LabView, run: CommandRunner, pool: ThreadPoolExecutor) -> list[str]:
+    looks = [(ns, ["ip", "-n", ns, "-j", "addr", "show"]) for ns in view.namespaces]
+    looks.append(("host", ["ip", "-j", "addr", "show", "dev", view.host_if]))
+    outputs = pool.map(lambda look: run(look[1], check=False, timeout=10).stdout, looks)
+    return [f"{where} {entry}" for (where, _), out in zip(looks, outputs, strict=True)
+            for entry in unsettled_addresses(out)]
+
+
+def _not_listening(view: LabView, run: CommandRunner, pool: ThreadPoolExecutor) -> list[str]:
+    servers = sorted(view.sshd.items())
+    outputs = pool.map(lambda item: run(["ss", "-N", item[1][0], "-Hltn"], check=False, timeout=10).stdout, servers)
+    return [f"{node} ({address}:{SSH_PORT})" for (node, (_, address)), out in zip(servers, outputs, strict=True)
+            if not sshd_listening(out, address)]
+
+
+def _silent(ports: dict[str, set[str]], lldp_silent: Callable[[Mapping[str, set[str]]], list[str]]) -> list[str]:
+    """Silent ports; only those are asked about again (a port that heard its neighbour stays heard)."""
+    silent = lldp_silent(ports)
+    still = set(silent)
+    narrowed = {ns: left for ns, interfaces in ports.items()
+                if (left := {i for i in interfaces if f"{ns}:{i}" in still})}
+    ports.clear()
+    ports.update(narrowed)
+    return silent
+
+
+def _unanswered(pings: list[tuple[str, Ping]], run: CommandRunner, pool: ThreadPoolExecutor) -> list[str]:
+    """Pings not answered; only those are sent again next time (an answered path stays converged:
+    static routes, and neighbours that stay resolved while the lab is used)."""
+    answered = list(pool.map(
+        lambda item: run(["ip", "netns", "exec", item[0], *ping_argv(item[1])], check=False, timeout=10
+                         ).returncode == 0, pings))
+    pings[:] = [item for item, ok in zip(pings, answered, strict=True) if not ok]
+    return [str(ping) for _, ping in pings]
