@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -130,7 +130,7 @@ def test_time_spent_observing_counts_against_the_deadline() -> None:
 
 # --- what the observations' outputs mean ----------------------------------------------------------
 
-def addr_json(*addresses: dict) -> str:
+def addr_json(*addresses: dict[str, object]) -> str:
     return json.dumps([{"ifindex": 2, "ifname": "eth0", "addr_info": list(addresses)}])
 
 
@@ -184,7 +184,7 @@ def test_each_server_pings_half_the_plane_away_from_the_address_doctor_probes_fr
     assert first.peer == "gpu5"  # 8 servers: 4 away, under the other leaf in the small lab
     node = plan.node("gpu1")
     assert node is not None
-    assert first.source == next(i.address for i in node.interfaces if i.plane == "compute").split("/")[0]
+    assert first.source == str(next(i.address for i in node.interfaces if i.plane == "compute")).split("/")[0]
 
 
 def test_the_management_gateway_is_pinged_from_every_server_when_the_plan_has_one() -> None:
@@ -267,12 +267,12 @@ def test_lldp_is_a_condition_only_where_lldpd_runs_and_asks_only_about_silent_po
     asked: list[dict[str, set[str]]] = []
     answers = [["gnab-gpu1:ib0", "gnab-leaf1:p1"], ["gnab-leaf1:p1"], []]
 
-    def silent(ports: dict[str, set[str]]) -> list[str]:  # type: ignore[type-arg]
+    def silent(ports: Mapping[str, set[str]]) -> list[str]:
         asked.append({ns: set(i) for ns, i in ports.items()})
         return answers[len(asked) - 1]
     ports = {"gnab-gpu1": {"ib0", "ib1"}, "gnab-leaf1": {"p1", "p2"}}
     clock = FakeClock()
-    conditions = lab_conditions(view(ports), FakeLab(0), pool, silent)  # type: ignore[arg-type]
+    conditions = lab_conditions(view(ports), FakeLab(0), pool, silent)
     timings = wait_ready(conditions, 60, clock=clock, sleep=clock.sleep)
     assert timings["lldp"] == ConditionTiming(ready_s=2 * POLL_S, checked=4)
     assert asked == [ports, {"gnab-gpu1": {"ib0"}, "gnab-leaf1": {"p1"}}, {"gnab-leaf1": {"p1"}}]
@@ -329,3 +329,15 @@ def test_lab_up_has_no_default_lab_id() -> None:
     for command in (["lab", "up"], ["lab", "down"], ["lab", "heal"]):
         result = runner.invoke(app, [*command, "--json"])
         assert result.exit_code == 2 and "Missing option '--lab'" in result.output, result.output
+
+
+def test_a_lab_not_ready_by_the_deadline_exits_3_naming_what(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Could not judge (exit 3), not bad input: the lab is built, something in it did not settle."""
+    def not_ready(*args: object, **kwargs: object) -> None:
+        raise LabNotReady("lab q is built but not ready after 60 s: lldp: 2 of 48 not ready (gnq-gpu1:ib0, "
+                          "gnq-gpu2:ib0)", {"lldp": ["gnq-gpu1:ib0", "gnq-gpu2:ib0"]})
+    monkeypatch.setattr("gpunet.api.lab.build.lab_up", not_ready)
+    result = runner.invoke(app, ["lab", "up", "--lab", "q", "--json"])
+    assert result.exit_code == 3
+    assert "not ready after 60 s: lldp: 2 of 48 not ready (gnq-gpu1:ib0" in json.loads(result.stdout)["problems"][0][
+        "message"]
