@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -302,6 +303,9 @@ def test_readiness_is_kept_in_the_state_and_shown_by_status(tmp_path: Path, monk
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout)["readiness"]["ready_s"] == 2.5  # --lab: the one object
     assert json.loads(shown.stdout)["readiness"]["conditions"]["lldp"] == {"ready_s": 2.5, "checked": 500}
+    old_spelling = subprocess.run([sys.executable, "-m", "gpunet", "lab", "status", "--id", "q", "--json"],
+                                  capture_output=True, text=True, check=False, timeout=60)
+    assert json.loads(old_spelling.stdout)["lab_id"] == "q"  # --id (deprecated) too: the one object
     human = runner.invoke(app, ["lab", "status", "--lab", "q"], terminal_width=300)
     assert "ready 2.50 s after building (1.23 s): addresses 0.10 s" in human.stdout
 
