@@ -17,6 +17,7 @@ from ClusterShell.NodeSet import NodeSet
 
 from gpunet.api.apply import reach
 from gpunet.apply import ApplyOptions, apply_rollout
+from gpunet.apply.manifest import DEFAULT_TARGETS
 from gpunet.lab.state import LabState, lab_dir
 from gpunet.render.netplan import PATH as NETPLAN
 from gpunet.spec.plan import plan_of
@@ -63,7 +64,8 @@ def test_a_reverted_change_puts_back_every_table_and_rule(lab: LabState) -> None
     before = _routing("gpu008")
     assert sum("lookup 10" in line for line in before) == 8  # the lab built a table per rail
     plan, remote, _ = reach(lab=LAB, plan=None)
-    report = apply_rollout(plan, NodeSet("gpu008"), remote, ApplyOptions(timeout_s=60, change=_gateway_moved))
+    report = apply_rollout(plan, NodeSet("gpu008"), remote, ApplyOptions(targets=DEFAULT_TARGETS, timeout_s=60,
+                                                                              change=_gateway_moved))
     assert report.nodes[0].outcome == "reverted" and "GN-ROUTE-02" in report.nodes[0].reason, report.nodes
     assert _routing("gpu008") == before
 
