@@ -174,9 +174,16 @@ def test_lab_network_state_reads_the_rendered_netplan_and_refuses_what_the_lab_l
             "      routes:\n      - {to: default, via: 198.18.0.1}\n")
     assert lab_network_state(text) == {
         "links": {"eth0": {"mtu": 1500, "addresses": ["198.18.0.2/24"]}},
-        "routes": [{"to": "default", "via": "198.18.0.1", "dev": "eth0", "metric": None, "type": None}]}
+        "routes": [{"to": "default", "via": "198.18.0.1", "dev": "eth0", "metric": None, "type": None, "table": None,
+                    "scope": None, "src": None}],
+        "rules": []}
     with pytest.raises(UsageError, match="bonds"):
         lab_network_state("network:\n  bonds: {bond0: {}}\n")
+    # what the stand-in cannot set is refused, not dropped: a rule on a firewall mark, an MTU per route
+    with pytest.raises(UsageError, match="eth0's routing-policy mark"):
+        lab_network_state(text + "      routing-policy:\n      - {from: 198.18.0.2, table: 100, mark: 3}\n")
+    with pytest.raises(UsageError, match="eth0's route mtu"):
+        lab_network_state(text.replace("via: 198.18.0.1}", "via: 198.18.0.1, mtu: 1400}"))
 
 
 def test_ip_batch_lines_take_only_checked_words() -> None:

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gpunet.api import plan_spec
 from gpunet.apply import _node_dry_run
@@ -16,6 +17,11 @@ from gpunet.apply.manifest import DEFAULT_TARGETS, Where, node_manifest
 from gpunet.apply.remote import Reply
 from gpunet.apply.rollout import batches_of
 from gpunet.errors import UsageError
+from gpunet.lab.blueprint import build_blueprint
+from gpunet.lab.slice import slice_plan
+from gpunet.node import runtime
+from gpunet.render import netplan
+from gpunet.spec.plan import plan_of
 from tests.lab.helpers import SMALL
 
 PLAN = plan_spec(SMALL)
@@ -47,6 +53,29 @@ def test_a_lab_server_gets_ip_commands_and_only_per_namespace_sysctls() -> None:
     assert by_name["sshd"]["apply"][0]["run"][-1] == "/run/gpunet/labs/zz/run/gpu1.sshd.pid"
     assert "net.core.rmem_max" not in by_name["sysctl"]["sysctl_values"]
     assert "net.ipv4.tcp_rmem" in by_name["sysctl"]["sysctl_values"]
+
+
+def test_a_lab_server_gets_netplans_per_nic_tables_and_rules_read_from_the_rendered_file() -> None:
+    """The default example's eight rails share a subnet: netplan gives each its table and rule, and
+    so does the lab's stand-in, from the same rendered file."""
+    lab_plan = build_blueprint(slice_plan(plan_of(None), 10), "zz00", 3).lab_plan
+    node = lab_plan.nodes[0]
+    manifest = node_manifest(lab_plan, node, ("netplan",), Where(lab_root="/x", sshd_pid_dir="/y"), txid="abcdef123456",
+                             token="t", timeout_s=120)
+    rendered = yaml.safe_load(manifest["files"][0]["content"])["network"]["ethernets"]
+    assert manifest["files"][0]["path"] == netplan.PATH
+    state = manifest["targets"][0]["ip_state"]
+    policy = {dev: conf["routing-policy"] for dev, conf in rendered.items() if "routing-policy" in conf}
+    assert len(policy) == 8  # ib0-ib7
+    assert state["rules"] == [{"src": entry["from"], "dst": None, "table": entry["table"], "priority": None}
+                              for entries in policy.values() for entry in entries]
+    lines = runtime.ip_batch_lines(state, [])
+    for dev, conf in rendered.items():
+        for route in (r for r in conf.get("routes", []) if "table" in r):
+            assert (f"route replace {route['to']} dev {dev} table {route['table']} scope link src {route['from']} "
+                    f"proto static") in lines
+        for entry in policy.get(dev, []):
+            assert f"rule add from {entry['from']}/32 table {entry['table']}" in lines
 
 
 def test_unknown_targets_and_bad_batches_are_refused() -> None:

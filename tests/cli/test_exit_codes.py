@@ -14,7 +14,7 @@ import pytest
 from typer import main as typer_main
 from typer.testing import CliRunner
 
-from gpunet.cli.main import LAZY, TARGETS_HELP, app
+from gpunet.cli.main import LAZY, app
 from gpunet.cli.options import modernize
 from gpunet.lab.faults import apply_fault, heal
 from tests.labs import SharedLabs
@@ -110,12 +110,6 @@ def test_old_spellings_work_for_a_release_and_say_so(capsys: pytest.CaptureFixtu
     assert modernize(["fleet", "run", "x", "--lab", "a", "--", "tool", "--ssh-lab"])[-1] == "--ssh-lab"
     said = capsys.readouterr().err
     assert "--id is deprecated, use --lab" in said and "--fleet is deprecated, use the NODES argument" in said
-
-
-def test_render_help_names_every_target() -> None:
-    from gpunet.api.plans import TARGETS  # noqa: PLC0415
-
-    assert ", ".join(TARGETS) == TARGETS_HELP
 
 
 @pytest.mark.lab

@@ -40,7 +40,7 @@ def test_render_a_plan_json_for_some_nodes_and_targets(tmp_path: Path) -> None:
 
 def test_render_refuses_unknown_targets_and_nodes(tmp_path: Path) -> None:
     bad_target = runner.invoke(app, ["render", "-o", str(tmp_path), "--target", "netplan,bogus"])
-    assert bad_target.exit_code == 2 and "unknown target(s) bogus" in bad_target.output
+    assert bad_target.exit_code == 2 and "--target: unknown bogus" in bad_target.output
     bad_node = runner.invoke(app, ["render", "-o", str(tmp_path), "--node", "gpu[900-901]"])
     assert bad_node.exit_code == 2 and "not in the plan: gpu[900-901]" in bad_node.output
     assert not any(tmp_path.iterdir())

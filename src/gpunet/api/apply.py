@@ -3,7 +3,7 @@ a confirmation over a new SSH connection and an automatic revert by a guard on e
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ClusterShell.NodeSet import NodeSet
@@ -42,13 +42,12 @@ def reach(*, lab: str | None, plan: Path | None, user: str | None = None, key: P
     return reached.require_plan(), remote, reached
 
 
-def targets_of(text: str | None) -> tuple[str, ...]:
-    """--target as render takes it: comma-separated, repeatable; the default four when none."""
-    chosen = tuple(t.strip() for t in (text or "").split(",") if t.strip())
+def targets_of(chosen: Sequence[str]) -> tuple[str, ...]:
+    """The render targets to apply: those chosen, or the default four when none."""
     unknown = [t for t in chosen if t not in TARGETS]
     if unknown:
         raise UsageError(f"--target {', '.join(unknown)}: apply knows {', '.join(TARGETS)}")
-    return chosen or DEFAULT_TARGETS
+    return tuple(chosen) or DEFAULT_TARGETS
 
 
 def run(plan: Plan, nodes: NodeSet, remote: Remote, options: ApplyOptions,

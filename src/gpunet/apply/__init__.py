@@ -98,4 +98,6 @@ def _norm(value: str | None) -> str:
 def _words(action: dict[str, Any]) -> str:
     if "run" in action:
         return " ".join(str(w).replace(ROOT_MARK, "/") for w in action["run"])
-    return "set links, addresses and routes with ip (the lab's netplan)" if "ip_state" in action else str(action)
+    if "ip_state" in action:
+        return "set links, addresses, routes and policy rules with ip (the lab's netplan)"
+    return str(action)

@@ -149,21 +149,47 @@ TARGETS: dict[str, Callable[[dict[str, str], Node, Where], dict[str, Any]]] = {
 
 
 def lab_network_state(text: str) -> dict[str, Any]:
-    """A rendered netplan file as the links, addresses, MTU and main-table routes a lab server
-    gets (what `netplan apply` would have systemd-networkd set)."""
+    """A rendered netplan file as the links, addresses, MTU, routes (main and per-NIC tables) and
+    policy rules a lab server gets: what `netplan apply` would have systemd-networkd set. A key the
+    stand-in cannot set is refused, not dropped."""
     try:
         network = (yaml.safe_load(text) or {}).get("network", {})
     except yaml.YAMLError as exc:
         raise UsageError(f"the netplan file does not parse: {exc}") from exc
-    refused = sorted(set(network) & {"bonds", "vlans", "bridges", "routing-policy"})
+    refused = sorted(set(network) & {"bonds", "vlans", "bridges"})
     if refused:
         raise UsageError(f"the lab cannot apply netplan {', '.join(refused)} (no bonding or 802.1Q here)")
     links: dict[str, Any] = {}
     routes: list[dict[str, Any]] = []
+    rules: list[dict[str, Any]] = []
     for dev, conf in (network.get("ethernets") or {}).items():
-        if "routing-policy" in conf:
-            raise UsageError(f"the lab cannot apply {dev}'s routing-policy (per-NIC tables): apply it to real nodes")
         links[dev] = {"mtu": conf.get("mtu"), "addresses": [str(a) for a in conf.get("addresses", [])]}
-        routes += [{"to": r.get("to"), "via": r.get("via"), "dev": dev, "metric": r.get("metric"),
-                    "type": r.get("type")} for r in conf.get("routes", [])]
-    return {"links": links, "routes": routes}
+        routes += [_lab_route(dev, r) for r in conf.get("routes", [])]
+        rules += [_lab_rule(dev, r) for r in conf.get("routing-policy", [])]
+    return {"links": links, "routes": routes, "rules": rules}
+
+
+ROUTE_KEYS = {"to": "to", "via": "via", "metric": "metric", "type": "type", "table": "table", "scope": "scope",
+              "from": "src"}
+RULE_KEYS = {"from": "src", "to": "dst", "table": "table", "priority": "priority"}
+
+
+def _lab_route(dev: str, route: dict[str, Any]) -> dict[str, Any]:
+    """A netplan route as the agent's: `from` is the preferred source address (`ip route ... src`)."""
+    _only(dev, "route", route, ROUTE_KEYS)
+    return {"dev": dev} | {ours: route.get(key) for key, ours in ROUTE_KEYS.items()}
+
+
+def _lab_rule(dev: str, rule: dict[str, Any]) -> dict[str, Any]:
+    """A netplan routing-policy entry as the agent's rule (`ip rule add from ... table ...`)."""
+    _only(dev, "routing-policy", rule, RULE_KEYS)
+    return {ours: rule.get(key) for key, ours in RULE_KEYS.items()}
+
+
+def _only(dev: str, what: str, entry: dict[str, Any], known: dict[str, str]) -> None:
+    if not isinstance(entry, dict):
+        raise UsageError(f"{dev}'s {what} entry {entry!r} is not a mapping")
+    extra = sorted(set(entry) - set(known))
+    if extra:
+        raise UsageError(f"the lab cannot apply {dev}'s {what} {', '.join(extra)} (it sets "
+                         f"{', '.join(known)}): apply it to real nodes")

@@ -13,7 +13,18 @@ from rich.table import Table
 
 from gpunet.cli.console import cell, print_table, printable, shown, stderr, stdout
 from gpunet.cli.errors import EXIT_FINDINGS, handles_errors, outcome_code
-from gpunet.cli.options import ConnectTimeoutOpt, FanoutOpt, JsonOpt, KeyOpt, LabSshOpt, NodesArg, PlanOpt, UserOpt
+from gpunet.cli.options import (
+    ApplyTargetsOpt,
+    ConnectTimeoutOpt,
+    FanoutOpt,
+    JsonOpt,
+    KeyOpt,
+    LabSshOpt,
+    NodesArg,
+    PlanOpt,
+    UserOpt,
+    chosen_targets,
+)
 from gpunet.model.nodeset import fold
 
 if TYPE_CHECKING:
@@ -22,16 +33,10 @@ if TYPE_CHECKING:
 app = typer.Typer(no_args_is_help=True, help="Push the rendered configuration with a backup, verification "
                                               "against the Plan and an automatic revert unless confirmed.")
 
-TargetOpt = Annotated[list[str] | None, typer.Option(
-    "--target", "-t", help="Render targets to apply, comma-separated or repeated as `render --target` takes them: "
-                           "netplan, networkmanager, sysctl, nftables, sshd, hosts, nccl, ntp. Default: netplan, "
-                           "sysctl, nftables, sshd.")]
-
-
 @app.command("run")
 @handles_errors
 def run(
-    nodes: NodesArg, lab: LabSshOpt = None, plan: PlanOpt = None, target: TargetOpt = None,
+    nodes: NodesArg, lab: LabSshOpt = None, plan: PlanOpt = None, target: ApplyTargetsOpt = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds each node waits for its confirmation "
                                                              "before its guard reverts it.")] = 120,
     canary: Annotated[int, typer.Option("--canary", help="Nodes in the first batch.")] = 1,
@@ -49,10 +54,10 @@ def run(
     node ended on the new configuration (3 when the ones that did not could not be reached)."""
     from gpunet.api import apply as applying
 
+    targets = applying.targets_of(chosen_targets(target, applying.TARGETS))  # before any node is reached
     plan_model, remote, reached = applying.reach(lab=lab, plan=plan, user=user, key=key, fanout=fanout,
                                                  connect_timeout=connect_timeout)
     wanted = reached.nodes(nodes)
-    targets = applying.targets_of(",".join(target or []))
     if dry_run:
         _print_dry_run(applying.dry_run(plan_model, wanted, remote, targets), as_json)
         return

@@ -21,7 +21,7 @@ from gpunet import __version__
 from gpunet.cli.commands import LAZY
 from gpunet.cli.console import cell, print_table, shown, stderr, stdout
 from gpunet.cli.errors import EXIT_BAD_INPUT, error_body, handles_errors
-from gpunet.cli.options import JsonOpt, OutOpt, modernize
+from gpunet.cli.options import JsonOpt, OutOpt, RenderTargetsOpt, chosen_targets, modernize
 
 if TYPE_CHECKING:  # the models' classes cost a tenth of a second to build: `--help` needs none of them
     from gpunet.errors import SpecProblem
@@ -30,9 +30,6 @@ if TYPE_CHECKING:  # the models' classes cost a tenth of a second to build: `--h
 
 LISTING = "gpunet_listing"  # ctx.meta: `gpunet --help` is listing the commands, not running one
 
-# the render targets, written out so `--help` need not import the renderers (a test holds it to them)
-TARGETS_HELP = ("netplan, networkmanager, sysctl, nftables, firewalld, sshd, hosts, nccl, ntp, roce_qos, ssh_config, "
-                "slurm, ansible, clustershell, prometheus, grafana, frr, sonic, nvue")
 
 ORDER = ("validate", "plan", "compare", "sim", "place", "render", "flows", "examples", "init", "lab", "ibsim", "fleet",
          "apply", "doctor", "probe", "bench", "cabling", "localize", "report", "exporter")
@@ -181,15 +178,14 @@ def render(
     out: Annotated[Path, typer.Option("-o", "--out", help="Output directory (beside gpunet-out/, which `gpunet "
                                                          "plan` keeps to its own files).")] = Path("gpunet-render"),
     node: Annotated[str | None, typer.Option("--node", help="Only these nodes (NodeSet: gpu[001-004]).")] = None,
-    target: Annotated[str | None, typer.Option(
-        "--target", help=f"Comma-separated targets (default all): {TARGETS_HELP}.")] = None,
+    target: RenderTargetsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Render every node's configuration: OUT/nodes/<node>/etc/..., OUT/admin/{ssh_config,ansible,slurm}."""
     from gpunet.api import plans
 
     plan_ = plans.load_plan(source)
-    targets = [t.strip() for t in target.split(",")] if target else None
+    targets = chosen_targets(target, plans.TARGETS) or None
     with stderr.status("rendering…", spinner="dots"):
         files, changed = plans.render_plan(plan_, out, node, targets)
     if as_json:

@@ -9,6 +9,8 @@ same thing wherever it appears (README, "Options").
     --rail N      only rail N's NICs (a rail-optimized plane's rail, numbered from 0)
     --pairs N     at most N pairs, a sample that still spans the rails and leaves
     NODES         a NodeSet, always positional: gpu[001-032],login01, and with a plan @role:gpu ...
+    --target T    render targets, comma-separated or repeated (-t a,b = -t a -t b), in every command
+                  that takes them; an unknown one is bad input naming the valid ones
 
 Old spellings keep working for one release, each with a line on stderr (DEPRECATED below).
 """
@@ -16,11 +18,13 @@ Old spellings keep working for one release, each with a line on stderr (DEPRECAT
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from gpunet.errors import UsageError
 
 NODES_HELP = ("NodeSet: gpu[001-032],login01; with a plan or lab also @role:gpu, @leaf:NAME, @rail:N, @plane:NAME, "
               "@GROUP.")
@@ -57,6 +61,32 @@ FanoutOpt = Annotated[int, typer.Option("--fanout", help="Connections at once.")
 ConnectTimeoutOpt = Annotated[float, typer.Option(
     "--connect-timeout", help="Seconds to wait for each node's SSH connection (a dead node costs this much).")]
 OutOpt = Annotated[Path, typer.Option("-o", "--out", help="Output directory.")]
+
+# The render targets, written out so `--help` need not import the renderers (tests hold them to
+# gpunet.api.plans.TARGETS and gpunet.api.apply.TARGETS).
+RENDER_TARGETS = ("netplan, networkmanager, sysctl, nftables, firewalld, sshd, hosts, nccl, ntp, roce_qos, "
+                  "ssh_config, slurm, ansible, clustershell, prometheus, grafana, frr, sonic, nvue")
+APPLY_TARGETS = "netplan, networkmanager, sysctl, nftables, sshd, hosts, nccl, ntp"
+
+
+def _targets(choices: str, default: str) -> Any:
+    return typer.Option("--target", "-t", metavar="TARGET[,TARGET...]", show_default=False,
+                        help=f"Render targets, comma-separated or repeated (-t a,b or -t a -t b); default {default}: "
+                             f"{choices}.")
+
+
+RenderTargetsOpt = Annotated[list[str] | None, _targets(RENDER_TARGETS, "all")]
+ApplyTargetsOpt = Annotated[list[str] | None, _targets(APPLY_TARGETS, "netplan, sysctl, nftables, sshd")]
+
+
+def chosen_targets(given: Sequence[str] | None, known: Collection[str]) -> list[str]:
+    """--target's values as one list, in order, each once: `a,b` and `-t a -t b` alike; empty when
+    none was given (the command's default). An unknown one is bad input (exit 2) naming the valid ones."""
+    chosen = list(dict.fromkeys(t.strip() for value in given or () for t in value.split(",") if t.strip()))
+    unknown = [t for t in chosen if t not in known]
+    if unknown:
+        raise UsageError(f"--target: unknown {', '.join(unknown)}; choose from {', '.join(known)}")
+    return chosen
 
 NODES = "NODES"  # in DEPRECATED: the old option's value becomes the positional NodeSet
 

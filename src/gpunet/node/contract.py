@@ -45,13 +45,27 @@ class Route(TypedDict, total=False):
     metric: int | None
     type: str | None
     protocol: str
+    table: int | None  # a per-NIC routing table (netplan's `table`); None: main
+    scope: str | None
+    src: str | None  # the preferred source address (netplan's `from` on a route)
+
+
+class Rule(TypedDict, total=False):
+    """A routing-policy rule: traffic from `src` (to `dst`) looks up `table`."""
+
+    src: str | None
+    dst: str | None
+    table: int
+    priority: int | None  # None: the kernel picks one, as it does for networkd
 
 
 class IpState(TypedDict):
-    """Links' MTU and IPv4 addresses and the main table's routes (what netplan would set)."""
+    """Links' MTU and IPv4 addresses, the routes of the main and per-NIC tables and the policy
+    rules (what netplan would set)."""
 
     links: dict[str, Link]
     routes: list[Route]
+    rules: list[Rule]
 
 
 class Target(TypedDict):
