@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gpunet.errors import LabError, LabUsageError
+from gpunet.lab import congestion
 from gpunet.lab.addressing import LAB_RANGE
 from gpunet.lab.blueprint import Blueprint, Namespace, build_blueprint
 from gpunet.lab.lldpd import TX_INTERVAL_S, lldpd_available, silent_ports, start_lldpd, wait_for_sockets
@@ -53,6 +54,7 @@ from gpunet.lab.state import (
 )
 from gpunet.model.io import plan_digest
 from gpunet.model.plan import Plan
+from gpunet.model.tuning import tcp_congestion
 from gpunet.runner import CommandRunner, run_local
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
@@ -159,7 +161,7 @@ def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> 
         namespaces={n.name: n.kind for n in bp.namespaces},
         servers={n.device: n.name for n in bp.namespaces if n.kind == "server"},
         mgmt_addresses=bp.mgmt_addresses, address_map=bp.address_map,
-        veths=tuple(bp.veths), notes=(*bp.notes, _lldp_note(), COUNTERS_NOTE, NEIGHBOURS_NOTE),
+        veths=tuple(bp.veths), notes=(*bp.notes, _lldp_note(), COUNTERS_NOTE, NEIGHBOURS_NOTE, CONGESTION_NOTE),
         scale_mbit_per_gbit=scale,
         routes={n.name: tuple(c for c in n.commands if c.startswith("route ")) for n in bp.namespaces},
         addresses={n.name: tuple(c for c in n.commands if c.startswith("addr add ")) for n in bp.namespaces},
@@ -173,6 +175,10 @@ COUNTERS_NOTE = ("loss faults are nftables drops: they move no interface error c
 NEIGHBOURS_NOTE = (f"while a lab is up the host's neighbour table, which every namespace shares, holds up to "
                    f"{LAB_LIMITS['gc_thresh3']} entries (net.ipv4.neigh.default.gc_thresh3; the last lab down "
                    "puts back the host's own limits)")
+
+CONGESTION_NOTE = ("while a lab is up its servers may set the Plan's TCP congestion control as a node does (the "
+                   "host's net.ipv4.tcp_allowed_congestion_control gains it; the last lab down puts back the "
+                   "host's list)")
 
 
 def _lldp_note() -> str:
@@ -263,12 +269,14 @@ def _shape(bp: Blueprint, run: CommandRunner) -> None:
 def _host_side(bp: Blueprint, run: CommandRunner) -> None:
     """One veth to the management plane, and nothing else of 198.18.0.0/15 reachable (the
     first lab up adds the unreachable route, the last one down removes it); room in the host's
-    neighbour table for every lab's entries (lab/neighbours.py)."""
+    neighbour table for every lab's entries (lab/neighbours.py); the Plan's TCP congestion control
+    allowed in the servers' namespaces (lab/congestion.py)."""
     lines = [f"addr add {bp.host_address} dev {bp.host_if}", f"link set dev {bp.host_if} up"]
     if not run(["ip", "route", "show", "exact", str(LAB_RANGE)], check=False).stdout.strip():
         lines.append(f"route add unreachable {LAB_RANGE}")
     ip_batch(run, lines)
     raise_limits(labs_root())
+    congestion.permit(labs_root(), {tcp_congestion(p).value for p in bp.lab_plan.planes})
     # Servers route out via the host's veth (their gateway): the host forwards none of it.
     run(["sysctl", "-q", "-w", f"net.ipv4.conf.{bp.host_if}.forwarding=0",
          f"net.ipv6.conf.{bp.host_if}.disable_ipv6=1"], check=False)
@@ -376,6 +384,7 @@ def _down(lab_id: str, run: CommandRunner) -> list[str]:
     if not [s for s in all_states() if s.lab_id != lab_id]:
         ip_batch(run, [f"route del unreachable {LAB_RANGE}"], force=True)
         restore_limits(labs_root())
+        congestion.restore(labs_root())
     left = sorted(names & existing_namespaces())
     if run(["ip", "link", "show", state.host_if], check=False).returncode == 0:
         left.append(f"link {state.host_if}")
