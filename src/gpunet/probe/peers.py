@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
-from gpunet.model.flows import sample_ports
+from gpunet.model.flows import Flow, sample_ports
 from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.plan import Interface, Node, Plan
 from gpunet.node import paths
@@ -45,7 +45,13 @@ TIMED_OUT = (errno.EAGAIN, errno.ETIMEDOUT, errno.EINPROGRESS)
 PING_REFUSED = re.compile(r"^From (?P<hop>[0-9.]{7,15}) icmp_seq=\d+ Frag needed and DF set \(mtu = (?P<mtu>\d{1,6})\)"
                           r"|local error: message too long, mtu=(?P<local>\d{1,6})", re.IGNORECASE | re.MULTILINE)
 RETRY_AFTER_S = 1.0  # a lost echo or SYN is tried once more after this (a neighbour entry being resolved)
-LINGER_S = 3.0  # listeners stay this long after this node's own probes: the slowest peer is still probing
+LINGER_S = 3.0  # listeners stay this long after the last probe they waited for (a peer's retry may follow)
+# Listeners wait at most this long, from their start and beyond the counter interval, for the probes
+# this run's peers will send (expected_probes): a peer's doctor starts over SSH, samples its counters
+# for the interval, then connects 32 at a time with up to REFUSED_RETRIES retries each. A peer that
+# died, or a firewall that drops or rejects a probe, ends the wait here; with LINGER_S it stays well
+# inside the fleet's per-node limit (api/doctor.py FLEET_TIMEOUT_S, 120 s beyond the interval).
+PEERS_WAIT_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,7 @@ def plan_probes(plan: Plan, node: Node) -> list[PeerProbe]:
     """Every peer on every plane this node shares with it, from this node's address there; the
     flows it opens, to each of their receivers; the management gateway; and a duplicate-address
     probe of each of this node's addresses."""
-    mine: dict[str, Interface] = {i.plane: i for i in node.interfaces if i.address and i.plane != "oob"}
+    mine = _own_addresses(node)
     probes: list[PeerProbe] = [PeerProbe("dad", node.name, i.plane, i.name, _ip(i))
                                for i in node.interfaces if i.address and i.plane != "oob" and i.master is None]
     gateway = next((p.gateway for p in plan.planes if p.name == "management"), None)
@@ -90,15 +96,51 @@ def flow_probes(plan: Plan, node: Node, mine: dict[str, Interface]) -> list[Peer
     """A connection for each flow this node opens, to each receiver, on the flow's first sample port."""
     probes = []
     for position, flow in enumerate(plan.flows):
-        if not flow.to_nodes or flow.plane not in mine or not _sends(plan, position, _ip(mine[flow.plane])):
+        if not _opens(plan, position, mine):
             continue
-        protocol = "tcp" if flow.protocol == "any" else flow.protocol
         for peer in (plan.node(name) for name in parse_nodeset(flow.to_nodes) if name != node.name):
-            theirs = next((i for i in peer.interfaces if i.plane == flow.plane and i.address), None) if peer else None
-            if peer is not None and theirs is not None:
-                probes.append(PeerProbe(protocol, peer.name, flow.plane, _ip(mine[flow.plane]), _ip(theirs),
-                                        port=sample_ports(flow)[0], service=flow.service))
+            probe = _flow_probe(flow, mine, peer) if peer is not None else None
+            probes += [probe] if probe is not None else []
     return probes
+
+
+def expected_probes(plan: Plan, node: Node, senders: frozenset[str],
+                    skip_peers: frozenset[str] = frozenset()) -> frozenset[PeerProbe]:
+    """The tcp/udp probes the `senders`' doctors send to this node (each runs flow_probes with its
+    own addresses): the same steps, for the flows this node accepts. None where the senders are
+    told to leave this node out (`skip_peers`), as their doctors then do."""
+    if node.name in skip_peers:
+        return frozenset()
+    accepted = {id(flow) for flow in plan.inbound_flows.get(node.name, [])}
+    expected = set()
+    for sender in (plan.node(name) for name in sorted(senders) if name != node.name):
+        mine = _own_addresses(sender) if sender is not None else {}
+        for position, flow in enumerate(plan.flows):
+            probe = _flow_probe(flow, mine, node) if id(flow) in accepted and _opens(plan, position, mine) else None
+            expected |= {probe} if probe is not None else set()
+    return frozenset(expected)
+
+
+def _own_addresses(node: Node) -> dict[str, Interface]:
+    """plane -> the interface a node probes from there (out-of-band management is not probed)."""
+    return {i.plane: i for i in node.interfaces if i.address and i.plane != "oob"}
+
+
+def _opens(plan: Plan, position: int, mine: dict[str, Interface]) -> bool:
+    """Whether a node with these addresses opens the flow: it has receivers, and the node an address
+    on its plane that is one of its sources."""
+    flow = plan.flows[position]
+    return bool(flow.to_nodes) and flow.plane in mine and _sends(plan, position, _ip(mine[flow.plane]))
+
+
+def _flow_probe(flow: Flow, mine: dict[str, Interface], peer: Node) -> PeerProbe | None:
+    """The connection from these addresses to the peer for the flow, if the peer has an address on its plane."""
+    theirs = next((i for i in peer.interfaces if i.plane == flow.plane and i.address), None)
+    if theirs is None:
+        return None
+    protocol = "tcp" if flow.protocol == "any" else flow.protocol
+    return PeerProbe(protocol, peer.name, flow.plane, _ip(mine[flow.plane]), _ip(theirs),
+                     port=sample_ports(flow)[0], service=flow.service)
 
 
 def _sends(plan: Plan, position: int, address: str) -> bool:
@@ -260,22 +302,53 @@ def _attempt(probe: PeerProbe, timeout: float) -> int:
 
 
 @contextmanager
-def listen_for_peers(plan: Plan, node: Node) -> Iterator[int]:
+def listen_for_peers(plan: Plan, node: Node, expected: frozenset[PeerProbe] = frozenset(),
+                     wait_s: float = PEERS_WAIT_S) -> Iterator[int]:
     """Listen on the sample ports of every flow this node accepts (tcp: accept and close; udp:
-    echo), on its address of the flow's plane, while the body runs and LINGER_S after; yields the
-    number of sockets. A port some service already holds (sshd on 22) answers for itself."""
+    echo), on its address of the flow's plane, while the body runs; then until each `expected`
+    probe (expected_probes(): what this run's peers will send here) has arrived at least once, or
+    `wait_s` after the listening began, whichever is first; then LINGER_S more. A peer that finishes
+    last must still find its listeners: one that stopped would make its refusal read as a firewall's.
+    Yields the number of sockets. A port some service already holds (sshd on 22) answers for itself,
+    so a probe of it is not waited for."""
+    deadline = time.monotonic() + wait_s
     sockets = list(_bound(plan, node))
+    ours = {(kind, sock.getsockname()) for sock, kind in sockets}
+    arrivals = _Arrivals({(p.kind, p.source, (p.target, p.port)) for p in expected
+                          if (p.kind, (p.target, p.port)) in ours})
     stop = threading.Event()
-    threads = [threading.Thread(target=_serve, args=(sock, kind, stop), daemon=True) for sock, kind in sockets]
+    threads = [threading.Thread(target=_serve, args=(sock, kind, stop, arrivals), daemon=True)
+               for sock, kind in sockets]
     for thread in threads:
         thread.start()
     try:
         yield len(sockets)
+        arrivals.all_seen.wait(max(0.0, deadline - time.monotonic()))
         time.sleep(LINGER_S)
     finally:
         stop.set()
         for sock, _ in sockets:
             sock.close()
+
+
+Arrival = tuple[str, str, tuple[str, int]]  # protocol, the sender's address, this node's (address, port)
+
+
+class _Arrivals:
+    """The probes still awaited; `all_seen` is set once none is (at once where none was expected)."""
+
+    def __init__(self, awaited: set[Arrival]) -> None:
+        self.awaited = awaited
+        self.lock = threading.Lock()
+        self.all_seen = threading.Event()
+        if not awaited:
+            self.all_seen.set()
+
+    def seen(self, arrival: Arrival) -> None:
+        with self.lock:
+            self.awaited.discard(arrival)
+            if not self.awaited:
+                self.all_seen.set()
 
 
 def _bound(plan: Plan, node: Node) -> Iterator[tuple[socket.socket, str]]:
@@ -296,13 +369,16 @@ def _bound(plan: Plan, node: Node) -> Iterator[tuple[socket.socket, str]]:
             yield sock, protocol
 
 
-def _serve(sock: socket.socket, kind: str, stop: threading.Event) -> None:
+def _serve(sock: socket.socket, kind: str, stop: threading.Event, arrivals: _Arrivals) -> None:
+    local = sock.getsockname()
     while not stop.is_set():
         try:
             if kind == "tcp":
-                sock.accept()[0].close()
+                connection, peer = sock.accept()
+                connection.close()
             else:
                 data, peer = sock.recvfrom(64)
                 sock.sendto(data, peer)
         except (TimeoutError, OSError):
             continue
+        arrivals.seen((kind, peer[0], local))
