@@ -27,8 +27,9 @@ def doctor_node(
     flows it accepts while it runs and until the peers doing the same in this run (`listening`,
     whose refusals count as blocks) have probed it. `skip_peers` are not probed (apply's
     verification leaves out the nodes changing in its own batch: each is judged on its own node, and
-    a probe of one whose change broke it would only wait out its timeout). `nccl_log`: an NCCL_DEBUG=INFO log of a job on
-    this node, for the checks of what NCCL used (GPUDirect RDMA, CollNet/SHARP)."""
+    a probe of one whose change broke it would only wait out its timeout). `nccl_log`: an
+    NCCL_DEBUG=INFO log of a job on this node, for the checks of what NCCL used (GPUDirect RDMA,
+    CollNet/SHARP)."""
     name = node_name or socket.gethostname()
     node = plan.node(name) if plan else None
     if plan is not None and node is None:
