@@ -33,12 +33,13 @@ def doctor(
     = False,
     interval: Interval = 2.0,
     listen: Annotated[bool, typer.Option(
-        "--listen", help="With --peers: listen on the ports of the flows this node accepts while probing, so "
+        "--listen", help="With --peers: listen on the ports of the flows this node accepts while probing, and "
+                         "until every --listening node has probed them (at most 60 s beyond --interval), so "
                          "peers doing the same can tell a refusal (blocked) from an open port (doctor NODES "
                          "--peers sets it on every node).")] = False,
     listening: Annotated[str, typer.Option(
         "--listening", help="With --peers: the nodes (NodeSet) listening in this same run (doctor NODES sets "
-                            "it): their refusals count as blocks.")] = "",
+                            "it): their refusals count as blocks, and --listen waits for their probes.")] = "",
     skip_peers: Annotated[str, typer.Option(
         "--skip-peers", help="With --peers: do not probe these nodes (NodeSet); apply's verification leaves out "
                              "the nodes changing in the same batch.")] = "",
