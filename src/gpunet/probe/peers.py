@@ -107,7 +107,7 @@ def flow_probes(plan: Plan, node: Node, mine: dict[str, Interface]) -> list[Peer
 def expected_probes(plan: Plan, node: Node, senders: frozenset[str],
                     skip_peers: frozenset[str] = frozenset()) -> frozenset[PeerProbe]:
     """The tcp/udp probes the `senders`' doctors send to this node (each runs flow_probes with its
-    own addresses): the same steps, for the flows this node accepts. None where the senders are
+    own addresses): the same steps, for the flows this node accepts. No probe where the senders are
     told to leave this node out (`skip_peers`), as their doctors then do."""
     if node.name in skip_peers:
         return frozenset()
