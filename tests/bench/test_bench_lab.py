@@ -54,8 +54,9 @@ def test_all_pairs_in_n_minus_1_rounds_stored_with_history(lab: LabState, tmp_pa
 
 
 def test_a_saturated_server_makes_its_pairs_inconclusive_never_low(lab: LabState, tmp_path: Path) -> None:
-    """A CPU burner a core inside gpu3 during all-pairs of gpu[1-4]: gpu3's pairs are inconclusive and
-    say why; the host's other pairs meanwhile too (the lab's servers share its CPUs), none low."""
+    """A CPU burner a core inside gpu3 during all-pairs of gpu[1-4]: gpu3's pairs are never low; each is
+    inconclusive (measured again) or, where it still reached the expected rate, ok, and either way says
+    gpu3's load; the host's other pairs meanwhile too (the lab's servers share its CPUs)."""
     with ExitStack() as burners:
         for _ in range(os.cpu_count() or 1):
             burners.enter_context(server_process(LAB, "gpu3", "sh", "-c", "while :; do :; done"))
@@ -66,7 +67,8 @@ def test_a_saturated_server_makes_its_pairs_inconclusive_never_low(lab: LabState
     print(f"saturated lab: {statuses}")  # shown with -s
     assert len(results) == 6 and not [m for m in results if m.status in ("low", "failed")], statuses
     of_gpu3 = [m for m in results if "gpu3" in (m.source, m.destination)]
-    assert len(of_gpu3) == 3 and all(m.status == "inconclusive" and m.attempts == 2 for m in of_gpu3), statuses
+    assert len(of_gpu3) == 3 and all(m.status == "ok" or (m.status == "inconclusive" and m.attempts == 2)
+                                     for m in of_gpu3), statuses
     for m in of_gpu3:  # gpu3's own end named, by its CPU pressure or its busy CPUs
         (end,) = [h for h in m.health if h.node == "gpu3"]
         why = end.saturation()

@@ -131,11 +131,12 @@ def test_a_scraper_is_served_promptly_beside_400_slowloris_connections() -> None
           f"{statistics.median(latencies) * 1e3:.0f} ms, p99 {p99 * 1e3:.0f} ms, max {max(latencies) * 1e3:.0f} ms; "
           f"{attack.reconnects} attacker connections closed by the server; peak {peak_open} open connections "
           f"(cap {server.cap}); peak threads {peak_threads} (baseline {baseline_threads})")
-    # A server that let the attackers hold its workers would answer only as their 10 s head deadline
-    # cut them off (or a scrape would time out). On a busy 2-core CI host beside the rest of the suite a
-    # scrape has taken up to 0.94 s (p50 0.12 s), so the bound leaves room for that and no more.
-    assert statistics.median(latencies) < 0.5
-    assert p99 < 2.0
+    # A server that let the attackers hold its workers would answer a scrape only as the attackers'
+    # head deadline cut them off (10 s), or the scrape would time out: that is what is ruled out.
+    # The typical scrape stays quick; single scrapes on a starved 2-core host (the suite's four
+    # workers beside two busy loops) have taken up to 4.8 s (p50 0.2 s) from the CPU alone.
+    assert statistics.median(latencies) < 1.0
+    assert max(latencies) < 0.8 * limits.head_deadline_s, f"p99 {p99:.2f} s"
     assert attack.reconnects >= ATTACKERS - server.cap  # the cap evicted them, and the head deadline
     assert peak_open <= server.cap
     # the test's own (server loop, the attacker process's feeder), the scrape workers: never one per connection
