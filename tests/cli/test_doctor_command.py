@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpunet.cli.main import app
@@ -51,3 +52,27 @@ def test_fleet_doctor_counts_only_the_nodes_it_judged() -> None:
     assert doctor_cli._fleet_summary(report) == "2 of 3 node(s) judged: no failing finding; not judged (1): n3"
     everyone = fold_doctor(FleetResult(command="doctor", outcomes=dict(list(result.outcomes.items())[:2])))
     assert doctor_cli._fleet_summary(everyone) == "2 node(s) judged: no failing finding"
+
+
+def test_fleet_doctor_exits_3_when_a_node_was_not_judged_and_1_on_a_failing_finding(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """1 says "the fabric is broken", 3 "gpunet could not look": an unreachable node with no failing
+    finding anywhere is 3, not 1 (the README's exit-code table)."""
+    from gpunet.api import doctor as doctor_api  # noqa: PLC0415
+    from gpunet.fleet import FleetResult, NodeOutcome  # noqa: PLC0415
+    from gpunet.fleet.doctor import fold_doctor  # noqa: PLC0415
+
+    def fleet(failing: bool) -> FleetResult:
+        finding = {"check": "GN-MTU-01", "area": "mtu", "title": "MTU is the plane's", "node": "n1",
+                   "verdict": "fail" if failing else "pass", "subject": "ens1", "observed": "1500", "expected": "9000",
+                   "fix": "ip link set ens1 mtu 9000"}
+        answer = json.dumps({"findings": [finding]})
+        return FleetResult(command="doctor", outcomes={
+            "n1": NodeOutcome(node="n1", rc=1 if failing else 0, stdout=answer),
+            "n2": NodeOutcome(node="n2", rc=255, stderr="ssh: connect to host n2 port 22: No route to host")})
+
+    for failing, code in ((False, 3), (True, 1)):
+        report = fold_doctor(fleet(failing))
+        monkeypatch.setattr(doctor_api, "fleet_doctor", lambda *args, report=report, **kwargs: report)
+        done = runner.invoke(app, ["doctor", "n[1-2]", "--json"])
+        assert done.exit_code == code, (failing, done.output)

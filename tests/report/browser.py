@@ -166,8 +166,18 @@ class Browser:
         raise BrowserError(f"no first contentful paint within {self.timeout:g} s")
 
     def screenshot(self, page: Page, full: bool = False) -> bytes:
+        """The page as drawn once it stops changing: two captures in a row alike (on a starved host
+        the load event can come before the large drawing is all on screen), at most until the timeout."""
         params: dict[str, Any] = {"format": "png", "captureBeyondViewport": full}
-        return base64.b64decode(self.call("Page.captureScreenshot", params, page)["data"])
+        deadline = time.monotonic() + self.timeout
+        shot = base64.b64decode(self.call("Page.captureScreenshot", params, page)["data"])
+        while time.monotonic() < deadline:
+            time.sleep(0.2)
+            again = base64.b64decode(self.call("Page.captureScreenshot", params, page)["data"])
+            if again == shot:
+                break
+            shot = again
+        return shot
 
     def pdf(self, page: Page) -> bytes:
         return base64.b64decode(self.call("Page.printToPDF", {"landscape": True, "printBackground": True,
