@@ -68,7 +68,7 @@ def test_a_burst_of_signals_ends_the_command_once_through_its_clean_up(tmp_path:
     log = tmp_path / "log"
     process = subprocess.Popen([sys.executable, "-c", COMMAND], env=_env(GPUNET_TEST_LOG=str(log)), text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    _until(log.exists)
+    _until(lambda: log.exists() and log.read_text() == "ready\n")  # written, not only created
     rc, _, stderr = _burst(process, signum, count)
     assert rc == status, stderr
     assert "Traceback" not in stderr and f"interrupted by {signal.Signals(signum).name}" in stderr, stderr

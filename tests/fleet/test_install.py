@@ -94,7 +94,7 @@ def test_a_missing_or_other_gpunet_is_named_per_node_with_its_fix() -> None:
     pattern = venv.format("<node>")
     assert report.gpunet == {"gpu[1-2]": f"0.1.0 ({pattern})"}
     assert report.unreachable == {
-        "gpu3": f"gpunet 0.0.9 on the node ({pattern}), 0.1.0 here: gpunet fleet install gpu3 --lab a",
+        "gpu3": f"gpunet 0.0.9 on the node ({venv.format('gpu3')}), 0.1.0 here: gpunet fleet install gpu3 --lab a",
         "gpu[4-5]": "no gpunet on the node (/usr/bin/python3), 0.1.0 here: gpunet fleet install 'gpu[4-5]' --lab a"}
 
 

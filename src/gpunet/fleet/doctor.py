@@ -75,9 +75,9 @@ def fold_doctor(result: FleetResult, fix: Callable[[str], str] | None = None) ->
     silent = {fold(n): why for why, n in unreachable.items()}
     for problem, names in wrong.items():
         nodes = fold(names)
-        silent[nodes] = f"{problem}: {fix(nodes)}" if fix else problem
+        silent[nodes] = f"{_named(problem, names)}: {fix(nodes)}" if fix else _named(problem, names)
     return FleetDoctorReport(nodes=len(result.outcomes), findings=tuple(_fold(findings)), unreachable=silent,
-                             gpunet={fold(n): text for text, n in ran.items()},
+                             gpunet={fold(n): _named(text, n) for text, n in ran.items()},
                              unjudged=sum(map(len, unreachable.values())) + sum(map(len, wrong.values())))
 
 
@@ -88,6 +88,11 @@ def _silent(outcome: NodeOutcome) -> str:
 def _pattern(text: str, node: str) -> str:
     """A node's own name in its paths (a lab server's tree) as <node>: one line for many nodes."""
     return text.replace(f"/{node}/", "/<node>/")
+
+
+def _named(text: str, nodes: list[str]) -> str:
+    """A line shared by one node only says that node's own paths again."""
+    return text.replace("/<node>/", f"/{nodes[0]}/") if len(nodes) == 1 else text
 
 
 def findings_of(stdout: str) -> list[Finding] | None:
