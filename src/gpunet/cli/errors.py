@@ -21,7 +21,7 @@ from rich.markup import escape
 
 from gpunet.cli.console import printable, stderr
 from gpunet.cli.interrupts import Interrupted, exit_status, interruptible
-from gpunet.errors import INPUT_ERRORS, GpunetError, SpecError
+from gpunet.errors import INPUT_ERRORS, CannotJudge, GpunetError, SpecError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_BAD_INPUT, EXIT_COULD_NOT = 0, 1, 2, 3
 EXIT_CHECKS_FAILED = EXIT_FINDINGS  # the name the commands used before exit 3 existed
@@ -66,6 +66,11 @@ def handles_errors(command: Callable[P, R]) -> Callable[P, R]:
         except GpunetError as error:
             report(error, bool(kwargs.get("as_json")))
             raise typer.Exit(exit_code(error)) from None
+        except PermissionError as error:  # a lab's, a namespace's or /run/gpunet's: root's to touch
+            denied = CannotJudge(f"permission denied: {error.filename or error.strerror}: this needs root "
+                                 "(labs, namespaces and their state under /run/gpunet are root's)")
+            report(denied, bool(kwargs.get("as_json")))
+            raise typer.Exit(EXIT_COULD_NOT) from None
         except KeyboardInterrupt as stop:
             _interrupted(stop, bool(kwargs.get("as_json")))
             raise typer.Exit(exit_status(stop)) from None

@@ -48,7 +48,6 @@ def exporter(
         plan=plan, node=node, listen=listen, web_config=web_config, root=root, include_virtual=include_virtual,
         timeout=timeout, probe_peers=probe_peers, probe_interval=probe_interval, fabric_here=fabric_ibqueryerrors,
         ibsim=ibsim))
-    stderr.print(f"gpunet exporter serving {made.url}")
     if made.prober:
         made.prober.start()
     # What start-up built lives as long as the process: out of every collection. A 200-interface
@@ -57,7 +56,7 @@ def exporter(
     gc.freeze()
     gc.set_threshold(GC_YOUNG_THRESHOLD)
     try:  # TERM or INT leaves serve_forever() through handles_errors' one clean exit (130 or 143)
-        made.server.serve_forever()
+        made.server.serve_forever(on_serving=lambda: stderr.print(f"gpunet exporter serving {made.url}"))
     finally:
         if made.prober:
             made.prober.stop()

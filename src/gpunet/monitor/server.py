@@ -96,11 +96,11 @@ class ExporterServer:
         self._lock, self._closing = threading.Lock(), False
         self.workers = ThreadPoolExecutor(max_workers=limits.workers, thread_name_prefix="gpunet-scrape")
 
-    def serve_forever(self) -> None:
+    def serve_forever(self, on_serving: Callable[[], None] | None = None) -> None:
         self._stopped.clear()
         self._serving.set()
         try:
-            asyncio.run(self._serve())
+            asyncio.run(self._serve(on_serving))
         finally:
             self._stopped.set()
 
@@ -121,7 +121,7 @@ class ExporterServer:
     def open_connections(self) -> int:
         return len(self._open)
 
-    async def _serve(self) -> None:
+    async def _serve(self, on_serving: Callable[[], None] | None = None) -> None:
         with self._lock:  # shutdown() either saw this loop, or set _closing before it
             if self._closing:
                 return
@@ -131,6 +131,8 @@ class ExporterServer:
                                             backlog=ACCEPT_BACKLOG,
                                             ssl_handshake_timeout=self.limits.head_deadline_s if self.tls else None)
         self.socket.listen(LISTEN_BACKLOG)  # asyncio set the queue to its per-pass accept count
+        if on_serving is not None:  # said once the loop answers: not while it is still being built
+            on_serving()
         async with server:
             await self._stop.wait()
             for writer in list(self._open):
