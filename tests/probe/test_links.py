@@ -58,15 +58,21 @@ def test_beyond_its_file_budget_it_reads_the_fresh_way(tmp_path: Path) -> None:
     assert LinkReader(root, max_open=0).read() == read_interfaces(root, full=False)
 
 
+# The kernel settles a link's operstate after the command returns (linkwatch, up to a second), so
+# the held and the fresh read are compared once two reads in a row agree, at most 2 s after.
 LIVE_SCRIPT = """
-import json, subprocess
+import json, subprocess, time
 from gpunet.probe.links import LinkReader
 from gpunet.probe.sysfs import read_interfaces
 reader, steps = LinkReader(), []
 def step(*commands):
     for command in commands:
         subprocess.run(["ip", *command.split()], check=True)
+    deadline = time.monotonic() + 2
     held, fresh = reader.read(), read_interfaces(full=False)
+    while held != fresh and time.monotonic() < deadline:
+        time.sleep(0.05)
+        held, fresh = reader.read(), read_interfaces(full=False)
     steps.append({"same": held == fresh, "open": reader.open_files,
                   "links": {i.name: [i.mtu, i.operstate, i.carrier] for i in held}})
 step("link add gnla mtu 1500 type veth peer name gnlb", "link set gnla up", "link set gnlb up")
