@@ -65,8 +65,7 @@ def doctor(
             report = doctors.fleet_doctor(nodes, lab=lab, plan=plan, user=user, key=key, remote_plan=remote_plan,
                                           peers=peers, interval=interval, prefix=prefix)
         _print_fleet(report, show_pass, as_json)
-        raise typer.Exit(outcome_code(findings=any(f.verdict == "fail" for f in report.findings),
-                                      unjudged=bool(report.unreachable)))
+        raise typer.Exit(outcome_code(findings=report.failing, unjudged=bool(report.unreachable)))
     with stderr.status("probing…", spinner="dots"):
         state, findings = doctors.doctor(plan, node, peers=peers, interval=interval, listen=listen,
                                          listening=listening, skip_peers=skip_peers, nccl_log=nccl_log)

@@ -40,8 +40,13 @@ class FleetDoctorReport(Frozen):
     gpunet: dict[str, str] = Field(default_factory=dict)
 
     @property
+    def failing(self) -> bool:
+        """A check failed on a node that answered (exit 1, before "could not judge")."""
+        return any(f.verdict == "fail" for f in self.findings)
+
+    @property
     def failed(self) -> bool:
-        return bool(self.unreachable) or any(f.verdict == "fail" for f in self.findings)
+        return bool(self.unreachable) or self.failing
 
 
 def doctor_command(gpunet: Sequence[str], remote_plan: str, peers: bool, interval: float,
