@@ -40,8 +40,10 @@ def lab_unavailable() -> str | None:
     return None
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     del config
+    _group_by_module(items)
     lab_items = [i for i in items if i.get_closest_marker("lab")]
     if not lab_items:
         return
@@ -49,6 +51,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if reason:
         for item in lab_items:
             item.add_marker(pytest.mark.skip(reason=f"lab test: {reason}"))
+
+
+def _group_by_module(items: list[pytest.Item]) -> None:
+    """`--dist loadgroup`: a module's tests run on one worker, in order, as `loadscope` ran them
+    (module fixtures, labs and per-process caches are made once), except in a module marked
+    `spread`, whose tests share nothing costly and go one by one to whichever worker is free, so
+    that one long module is not the whole run's tail."""
+    for item in items:
+        if item.get_closest_marker("spread") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
 
 def _example(name: str) -> Callable[[], Plan]:

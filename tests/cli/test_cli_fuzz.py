@@ -17,6 +17,8 @@ from typer.testing import CliRunner
 
 from gpunet.cli.main import app
 
+pytestmark = pytest.mark.spread  # independent tests: any free worker takes each (tests/conftest.py)
+
 runner = CliRunner()
 HOSTILE = ["", "-", "--", "-oProxyCommand=x", "$(touch F)", "`id`", "a;b", "\n", "x\ny", "nan", "inf", "-1", "0",
            "99999999999999999999999", "gpu[1-999999999999]", "node[1-10000000]", "@x'$(id)'", "../..", "/",

@@ -143,6 +143,7 @@ class BatchRun:
         self.results: dict[str, NodeApply] = {}
         self.previous: dict[str, str] = {}
         self.new_failures: dict[str, tuple[str, ...]] = {}
+        self.observed: dict[str, dict[str, str]] = {}  # per node, `check subject` -> what the doctor saw
 
     @property
     def bundle_dir(self) -> str:
@@ -246,7 +247,9 @@ class BatchRun:
                     self._end(n, "unreachable" if outcome.rc in (None, 255) else "refused", "untouched",
                               f"doctor before the change: {self._doctor_problem(n, outcome)}")
                 continue
-            failing[n] = {f"{f.check} {f.subject}".strip() for f in findings if f.verdict == "fail"}
+            failed = {f"{f.check} {f.subject}".strip(): f.observed for f in findings if f.verdict == "fail"}
+            self.observed[n] = failed
+            failing[n] = set(failed)
         return failing
 
     def _doctor_problem(self, node: str, outcome: NodeOutcome) -> str:
@@ -300,8 +303,11 @@ class BatchRun:
         if after is None:
             self.new_failures[node] = ("a new SSH connection or the doctor failed, or it did not end in time",)
             return False
-        self.new_failures[node] = tuple(sorted(f for f in after - baseline if not _about_batch_peer(f, self.nodes)))
-        return not self.new_failures[node]
+        new = sorted(f for f in after - baseline if not _about_batch_peer(f, self.nodes))
+        seen = self.observed.get(node, {})
+        # what the doctor saw goes with each check, so a reverted node says why
+        self.new_failures[node] = tuple(f"{f} ({seen[f]})" if seen.get(f) else f for f in new)
+        return not new
 
     def _confirm(self, node: str) -> None:
         reply = call(self.remote, {node: agent_argv(self.remote, "confirm", self.txid, self.token)})[node]

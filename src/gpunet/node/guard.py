@@ -52,10 +52,12 @@ def guard(tx: Transaction) -> None:
             return
         with locked(tx.state, wait_s=0) as got:
             journal = load_journal(tx.state)
-            if got and journal.get("state") in PRE_APPLIED:
+            # read again under the lock: this transaction may have ended, and the next begun, since
+            if got and journal.get("txid") == tx.txid and journal.get("state") in PRE_APPLIED:
                 tx.revert(journal, f"the apply stopped at {journal['state']} (its worker is gone)")
                 return
         time.sleep(POLL_S)
+
 
 def _expire(tx: Transaction, journal: dict[str, Any]) -> None:
     worker = journal.get("worker_pid")
