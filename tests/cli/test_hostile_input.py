@@ -247,7 +247,7 @@ def forked_gpunet(*args: str, kill_at: int | None = None) -> int:
     """`gpunet ARGS` in a forked child of this process, its exit status as subprocess gives it (-9
     when killed): the same code and a process of its own to kill, without an interpreter's start
     (the kill test runs plan about 80 times)."""
-    from gpunet.cli.main import app
+    from gpunet.cli.main import app  # noqa: PLC0415 - the module itself imports no gpunet (see its docstring)
 
     pid = os.fork()
     if pid == 0:  # the child: never return into pytest
