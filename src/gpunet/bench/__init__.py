@@ -108,7 +108,8 @@ class Fabric:
         for c in plan.links:
             if c.plane == plane and c.tier == "leaf_spine":
                 spines[c.a.device].add(c.b.device)
-        uplinks = {leaf: uplink_flows(plan, plane, leaf) for leaf in set(leaf_of.values())}
+        flows = leaf_uplink_flows(plan, plane)  # one pass over the cables: a large plan has thousands of leaves
+        uplinks = {leaf: flows.get(leaf, 1) for leaf in set(leaf_of.values())}
         return cls(tuple(Nic(node, rail, leaf) for (node, rail), leaf in leaf_of.items()),
                    {leaf: frozenset(found) for leaf, found in spines.items()}, uplinks, leaf_of)
 
@@ -160,14 +161,20 @@ def _covers(pair: RailPair, leaves: tuple[str, str]) -> frozenset[object]:
                       ("path", pair.path)})
 
 
-def uplink_flows(plan: Plan, plane: str, leaf: str | None = None) -> int:
-    """How many NIC-speed flows the thinnest leaf's uplinks (or `leaf`'s) carry at once."""
+def uplink_flows(plan: Plan, plane: str) -> int:
+    """How many NIC-speed flows the thinnest leaf's uplinks carry at once."""
+    return min(leaf_uplink_flows(plan, plane).values(), default=1)
+
+
+def leaf_uplink_flows(plan: Plan, plane: str) -> dict[str, int]:
+    """Per leaf with uplinks on the plane: how many NIC-speed flows its uplinks carry at once (at
+    least 1); a leaf without uplinks is absent (1, as for a leaf of a single-switch plane)."""
     nic = max((c.gbps for c in plan.links if c.plane == plane and c.tier == "node_leaf"), default=1)
-    up: dict[str, int] = {}
+    up: dict[str, int] = defaultdict(int)
     for c in plan.links:
-        if c.plane == plane and c.tier == "leaf_spine" and (leaf is None or c.a.device == leaf):
-            up[c.a.device] = up.get(c.a.device, 0) + c.gbps
-    return max(1, min(up.values(), default=nic) // nic)
+        if c.plane == plane and c.tier == "leaf_spine":
+            up[c.a.device] += c.gbps
+    return {leaf: max(1, gbps // nic) for leaf, gbps in up.items()}
 
 
 def node_rails(plan: Plan, plane: str, nodes: list[str]) -> dict[str, list[int]]:
