@@ -9,11 +9,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpunet.bench import PATTERNS, Selection, bench_nodes, pattern_rounds
+from gpunet.bench import PATTERNS, Fabric, Selection, bench_nodes, pattern_rounds
 from gpunet.bench.compare import FAILING, Comparison, compare_runs, compare_simulated
 from gpunet.bench.heatmap import cells_of, percent_matrix, write_png
 from gpunet.bench.launch import TOOLS, NcclJob, pick_launcher
 from gpunet.bench.run import BenchSetup, run_nccl, run_rounds
+from gpunet.bench.schedule import Round
+from gpunet.bench.slices import CLASS, SliceChoice, SliceSize, check_count, cover
 from gpunet.bench.store import (
     CellColumns,
     Measurement,
@@ -22,6 +24,7 @@ from gpunet.bench.store import (
     add_measurements,
     default_db,
     history,
+    last_slice,
     load_cells,
     load_run,
     run_info,
@@ -63,6 +66,8 @@ class BenchRun:
     retry_inconclusive: int = 1  # rounds re-measuring, one pair at a time, pairs a saturated end left inconclusive
     rail: int | None = None  # only this rail's NICs (fabric and rail patterns)
     pairs: int | None = None  # at most this many pairs, still spanning rails and leaves (fabric pattern)
+    slice: str | None = None  # K/N or next/N: one slice of the fabric's cover (bench schedule)
+    slice_size: str = CLASS  # how the cover is cut: class, a number of pairs, a time
 
 
 @dataclass(frozen=True)
@@ -84,14 +89,17 @@ def run(wanted: BenchRun, *, plan: Path | None, lab: str | None, db: Path,
     setup = _setup(wanted, plan, lab)
     chosen = bench_nodes(setup.plan, wanted.plane, wanted.nodes)
     selection = Selection(rail=wanted.rail, pairs=wanted.pairs)
-    rounds = [] if wanted.tool == "nccl" else pattern_rounds(setup.plan, wanted.plane, wanted.pattern, chosen,
-                                                             selection)
+    sliced = _slice(wanted, setup.plan, chosen, db) if wanted.slice is not None else None
+    rounds = [] if wanted.tool == "nccl" else sliced.rounds if sliced else pattern_rounds(
+        setup.plan, wanted.plane, wanted.pattern, chosen, selection)
     launch = (wanted.launcher or pick_launcher()) if wanted.tool == "nccl" else ""  # refused before a run starts
     nccl = wanted.tool == "nccl"
     arguments = f"plane={wanted.plane} seconds={wanted.seconds} nodes={wanted.nodes or 'all'}"
     if wanted.tool == "iperf3":
         arguments += f" congestion={setup.congestion or SYSTEM_CONGESTION}"
     arguments += "".join(f" {k}={v}" for k, v in (("rail", wanted.rail), ("pairs", wanted.pairs)) if v is not None)
+    if sliced is not None:  # what last_slice reads back: the rotation's next run follows on
+        arguments += f" slice={sliced.index}/{sliced.count} slice_size={SliceSize.parse(wanted.slice_size).text}"
     run_id = start_run(db, plan_hash=plan_digest(setup.plan), tool=wanted.nccl_test if nccl else wanted.tool,
                        pattern="job" if nccl else wanted.pattern, arguments=arguments)
     if nccl:
@@ -102,6 +110,29 @@ def run(wanted: BenchRun, *, plan: Path | None, lab: str | None, db: Path,
     measured = run_rounds(setup, rounds, progress or (lambda d, n, what: None),
                           on_round=lambda ms: add_measurements(db, run_id, ms))
     return BenchOutcome(run_id, measured, setup.congestion)
+
+
+@dataclass(frozen=True)
+class ChosenSlice:
+    index: int
+    count: int
+    rounds: list[Round]
+    nodes: list[str]
+
+
+def _slice(wanted: BenchRun, plan: Plan, chosen: list[str], db: Path) -> ChosenSlice:
+    """The slice `--slice` names of the fabric's cover of every node on the plane."""
+    if wanted.pattern != "fabric" or wanted.tool == "nccl" or wanted.nodes or wanted.rail is not None \
+            or wanted.pairs is not None:
+        raise UsageError("--slice cuts the fabric pattern's cover of every node on the plane: no NODES, --rail, "
+                         "--pairs, other pattern or nccl with it")
+    choice = SliceChoice.parse(wanted.slice or "")
+    size = SliceSize.parse(wanted.slice_size)
+    found = cover(Fabric.of(plan, wanted.plane), wanted.plane, chosen, size, wanted.seconds)
+    check_count(found, choice)
+    index = choice.resolve(last_slice(db, wanted.plane, choice.count, size.text) if choice.index is None else None)
+    picked = found.slices[index - 1]
+    return ChosenSlice(index, choice.count, picked.rounds, sorted({n for p in picked.pairs for n in p[:2]}))
 
 
 def _setup(wanted: BenchRun, plan: Path | None, lab: str | None) -> BenchSetup:

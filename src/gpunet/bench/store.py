@@ -353,3 +353,20 @@ def load_run(path: Path, run_id: int) -> tuple[RunInfo, list[Measurement]]:
         where = f"in {path}" if path.exists() else f"({path} does not exist)"
         raise UsageError(f"no bench run {run_id} {where}; `gpunet bench history` lists the runs")
     return info, measurements(path, run_id)
+
+
+SLICE_ARGUMENT = re.compile(r"(?:^| )slice=([0-9]+)/([0-9]+) slice_size=(\S+)(?: |$)")
+
+
+def last_slice(path: Path, plane: str, count: int, size: str) -> int | None:
+    """The slice the latest run of this rotation (plane, N slices of this size) measured, as `bench
+    run --slice` records it in the run's arguments; None before the first (or without a database)."""
+    if not os.path.lexists(path):
+        return None
+    with _reading(path) as db:
+        for (arguments,) in db.execute("SELECT substr(arguments, 1, 1024) FROM runs WHERE arguments LIKE "
+                                       "'%slice=%' ORDER BY id DESC"):
+            found = SLICE_ARGUMENT.search(arguments) if isinstance(arguments, str) else None
+            if found and _plane(arguments) == plane and (int(found[2]), found[3]) == (count, size):
+                return int(found[1])
+    return None
