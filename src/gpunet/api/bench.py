@@ -10,12 +10,23 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpunet.bench import PATTERNS, Fabric, Selection, bench_nodes, pattern_rounds
+from gpunet.bench.aggregate import aggregate
 from gpunet.bench.compare import FAILING, Comparison, compare_runs, compare_simulated
 from gpunet.bench.heatmap import cells_of, percent_matrix, write_png
+from gpunet.bench.history import save_aggregates, set_expected
 from gpunet.bench.launch import TOOLS, NcclJob, pick_launcher
 from gpunet.bench.run import BenchSetup, run_nccl, run_rounds
 from gpunet.bench.schedule import Round
-from gpunet.bench.slices import CLASS, SliceChoice, SliceSize, check_count, cover
+from gpunet.bench.slices import (
+    CLASS,
+    Cover,
+    SliceChoice,
+    SliceSize,
+    check_count,
+    cover,
+    expected_keys,
+    measurement_groups,
+)
 from gpunet.bench.store import (
     CellColumns,
     Measurement,
@@ -109,6 +120,10 @@ def run(wanted: BenchRun, *, plan: Path | None, lab: str | None, db: Path,
         return BenchOutcome(run_id, results, None)
     measured = run_rounds(setup, rounds, progress or (lambda d, n, what: None),
                           on_round=lambda ms: add_measurements(db, run_id, ms))
+    fabric = Fabric.of(setup.plan, wanted.plane)
+    save_aggregates(db, run_id, aggregate(measured, measurement_groups(fabric)))
+    if sliced is not None:  # what the rotation should cross: a key never measured is then known
+        set_expected(db, wanted.plane, expected_keys(sliced.cover))
     return BenchOutcome(run_id, measured, setup.congestion)
 
 
@@ -117,7 +132,7 @@ class ChosenSlice:
     index: int
     count: int
     rounds: list[Round]
-    nodes: list[str]
+    cover: Cover
 
 
 def _slice(wanted: BenchRun, plan: Plan, chosen: list[str], db: Path) -> ChosenSlice:
@@ -132,7 +147,7 @@ def _slice(wanted: BenchRun, plan: Plan, chosen: list[str], db: Path) -> ChosenS
     check_count(found, choice)
     index = choice.resolve(last_slice(db, wanted.plane, choice.count, size.text) if choice.index is None else None)
     picked = found.slices[index - 1]
-    return ChosenSlice(index, choice.count, picked.rounds, sorted({n for p in picked.pairs for n in p[:2]}))
+    return ChosenSlice(index, choice.count, picked.rounds, found)
 
 
 def _setup(wanted: BenchRun, plan: Path | None, lab: str | None) -> BenchSetup:

@@ -8,6 +8,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpunet.bench import Fabric, bench_nodes
+from gpunet.bench.aggregate import Aggregate, aggregate
+from gpunet.bench.baseline import ClassVerdict, baselines_from, judge
+from gpunet.bench.compare import load_rules
+from gpunet.bench.history import (
+    Baseline,
+    latest,
+    run_aggregates,
+    runs_without_aggregates,
+    save_aggregates,
+    save_baselines,
+)
+from gpunet.bench.history import baselines as stored_baselines
+from gpunet.bench.history import prune as prune_raw
 from gpunet.bench.slices import (
     Cover,
     SliceChoice,
@@ -17,7 +30,7 @@ from gpunet.bench.slices import (
     coverage_report,
     parse_hours,
 )
-from gpunet.bench.store import last_slice
+from gpunet.bench.store import last_slice, load_run
 from gpunet.errors import UsageError
 from gpunet.files.write import write_files
 from gpunet.model.nodeset import fold
@@ -26,7 +39,8 @@ from gpunet.reach import Reach
 from gpunet.render.bench_schedule import ScheduleUnits, render_schedule
 from gpunet.spec.plan import plan_of
 
-__all__ = ["PERIODS", "Schedule", "ScheduleRequest", "next_slice", "schedule"]
+__all__ = ["PERIODS", "Baseline", "ClassVerdict", "Schedule", "ScheduleRequest", "baselines", "check_baseline",
+           "next_slice", "prune", "schedule", "set_baseline"]
 
 PERIODS = ("day", "week")
 
@@ -94,3 +108,47 @@ def next_slice(request: ScheduleRequest, slices: int, *, plan: Path | None, lab:
     index = choice.resolve(last_slice(db, request.plane, slices, found.size.text))
     nodes = sorted({n for p in found.slices[index - 1].pairs for n in p[:2]})
     return f"{index}/{slices}", fold(nodes)
+
+
+def _aggregated(db: Path, run_ids: list[int]) -> list[tuple[int, Aggregate]]:
+    """The runs' aggregates, made now from their measurements for a run that has none (a run from
+    before aggregates, or one interrupted before its end): classes and rails, no groups without a Plan."""
+    missing = set(runs_without_aggregates(db)) & set(run_ids)
+    for run_id in sorted(missing):
+        save_aggregates(db, run_id, aggregate(load_run(db, run_id)[1]))
+    return run_aggregates(db, run_ids)
+
+
+def set_baseline(db: Path, run_ids: list[int]) -> list[Baseline]:
+    """Each pair class's baseline from these runs (the median of their class medians); classes the
+    runs did not judge keep the baseline they had."""
+    if not run_ids:
+        raise UsageError("give the run(s) to set the baseline from (`gpunet bench history` lists them)")
+    for run_id in run_ids:
+        load_run(db, run_id)  # an unknown run is bad input, said by id
+    found = baselines_from(_aggregated(db, run_ids))
+    if not found:
+        raise UsageError(f"run(s) {', '.join(map(str, run_ids))} judged no pair (every one inconclusive or none "
+                         "measured): no baseline to set")
+    save_baselines(db, found)
+    return found
+
+
+def check_baseline(db: Path, rules: Path | None = None) -> list[ClassVerdict]:
+    """The latest result of every pair class against its baseline."""
+    newest, _ = latest(db)
+    return judge(newest, stored_baselines(db), load_rules(rules))
+
+
+def baselines(db: Path) -> list[Baseline]:
+    return stored_baselines(db)
+
+
+def prune(db: Path, keep_days: int) -> tuple[int, int]:
+    """Raw outputs of runs older than keep_days emptied, every run aggregated first."""
+    if keep_days < 0:
+        raise UsageError("--keep-days: 0 or more")
+    if not db.exists():
+        raise UsageError(f"no bench database at {db}")
+    _aggregated(db, runs_without_aggregates(db))
+    return prune_raw(db, keep_days)

@@ -5,12 +5,14 @@ groups), so a rotation of slices can be shown to cross the whole fabric within a
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from gpunet.bench import CROSS_POD, Fabric, fabric_rounds
+from gpunet.bench.aggregate import CLASS_KIND, GROUP_KIND, RAIL_KIND, AggregateKey
 from gpunet.bench.schedule import RailPair, Round, RoundPacker
+from gpunet.bench.store import Measurement
 from gpunet.errors import UsageError
 
 CLASS = "class"
@@ -267,3 +269,23 @@ def coverage_report(found: Cover, hours: list[int], period: str) -> dict[str, ob
             "hours": hours, "runs_per_period": slots, "runs_to_cover": needed,
             "covered_within_period": needed <= slots, "whole": found.whole.counts(),
             "longest_slice_seconds": max((s.seconds for s in found.slices), default=0), "rotation": rows}
+
+
+def measurement_groups(fabric: Fabric) -> Callable[[Measurement], list[tuple[str, str]]]:
+    """A stored measurement's leaf–spine groups: those its pair crosses between two leaves (none
+    for a pair under one leaf, or one whose ends the Plan no longer has)."""
+    def groups(m: Measurement) -> list[tuple[str, str]]:
+        a = fabric.leaf_of.get((m.source, m.rail), "")
+        b = fabric.leaf_of.get((m.destination, m.rail if m.to_rail is None else m.to_rail), "")
+        return sorted(_groups(fabric, a, b, m.path == CROSS_POD)) if a and b and a != b else []
+    return groups
+
+
+def expected_keys(found: Cover, metric: str = "throughput") -> list[AggregateKey]:
+    """What the whole cover crosses, as the aggregates name it."""
+    whole = found.whole
+    return ([AggregateKey(CLASS_KIND, c.plane, metric, c.path, -1 if c.rail is None else c.rail)
+             for c in sorted(whole.classes, key=_class_order)]
+            + [AggregateKey(RAIL_KIND, found.plane, metric, rail=r) for r in sorted(whole.rails)]
+            + [AggregateKey(GROUP_KIND, found.plane, metric, leaf=leaf, spine=spine)
+               for leaf, spine in sorted(whole.groups)])

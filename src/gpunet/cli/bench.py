@@ -352,3 +352,5 @@ def history_(db: DbOpt = None, limit: int = 20,
 
 
 app.command(name="schedule")(bench_regular.schedule_)
+app.add_typer(bench_regular.baseline_app, name="baseline")
+app.command(name="prune")(bench_regular.prune_)

@@ -1,4 +1,5 @@
-"""`gpunet bench schedule`: regular fabric tests (registered on the bench group by cli/bench.py)."""
+"""`gpunet bench schedule | baseline | prune`: regular fabric tests (registered on the bench group by
+cli/bench.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from rich import box
 from rich.table import Table
 
 from gpunet.api.bench import default_db
-from gpunet.api.bench_regular import ScheduleRequest, next_slice, schedule
+from gpunet.api.bench_regular import (
+    ScheduleRequest,
+    baselines,
+    check_baseline,
+    next_slice,
+    prune,
+    schedule,
+    set_baseline,
+)
 from gpunet.cli.console import cell, print_table, stdout
 from gpunet.cli.errors import EXIT_FINDINGS, handles_errors
 from gpunet.cli.options import DbOpt, JsonOpt, LabExecOpt, PlanOpt, SliceSizeOpt
@@ -93,3 +102,92 @@ def _print_report(report: dict[str, Any], files: list[str], out: Path | None) ->
                       f"crossed in {report['runs_to_cover']} runs, {verdict} a {report['period']}"), soft_wrap=True)
     where = f"written under {out}" if out else "not written (-o DIR writes them)"
     stdout.print(cell(f"units: {', '.join(files)}, {where}"), soft_wrap=True)
+
+
+baseline_app = typer.Typer(help="Baselines per pair class (plane, path class, rail): set from runs, shown, and the "
+                                "latest result of each class judged against them.", no_args_is_help=True)
+VERDICT_COLOURS = {"fail": "red", "missing": "red", "warn": "yellow", "inconclusive": "blue", "new": "cyan",
+                   "ok": "green"}
+
+
+@baseline_app.command(name="set")
+@handles_errors
+def baseline_set(
+    runs: Annotated[list[int], typer.Argument(help="Run id(s): the median of their class medians becomes each "
+                                                   "class's baseline.", show_default=False)],
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Mark a run, or the median of several, as the baseline of each pair class they judged
+    (pairs with a saturated end left out); other classes keep theirs."""
+    found = set_baseline(db or default_db(), runs)
+    _print_baselines([b.model_dump() for b in found], as_json)
+
+
+@baseline_app.command(name="show")
+@handles_errors
+def baseline_show(db: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """The stored baselines, one a pair class."""
+    _print_baselines([b.model_dump() for b in baselines(db or default_db())], as_json)
+
+
+def _print_baselines(rows: list[dict[str, Any]], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(rows, indent=1))
+        return
+    table = Table("plane", "path", "rail", "metric", "baseline Gb/s", "% of expected", "runs", "set",
+                  box=box.SIMPLE_HEAD)
+    for b in rows:
+        table.add_row(cell(b["plane"]), cell(b["path"] or "-"), "-" if b["rail"] < 0 else str(b["rail"]),
+                      cell(b["metric"]), f"{b['value']:.2f}", "" if b["percent"] is None else f"{b['percent']:.0f}",
+                      cell(b["runs"]), cell(b["set_at"]))
+    print_table(table)
+
+
+@baseline_app.command(name="check")
+@handles_errors
+def baseline_check(
+    db: DbOpt = None,
+    rules: Annotated[Path | None, typer.Option("--rules", help="YAML rules, as bench compare reads them (default: "
+                                                               "warn 5 % below the baseline, fail 10 % below).")]
+    = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The latest result of each pair class against its baseline; exit 1 on a fail or a baseline
+    class no run measured."""
+    verdicts = check_baseline(db or default_db(), rules)
+    if as_json:
+        print(json.dumps([v.model_dump() for v in verdicts], indent=1))
+    else:
+        table = Table("class", "baseline", "current", "variance", "verdict", "run", box=box.SIMPLE_HEAD)
+        for v in verdicts:
+            colour = VERDICT_COLOURS.get(v.verdict, "red")
+            table.add_row(cell(v.label), _gbps(v.baseline), _gbps(v.current),
+                          "" if v.variance is None else f"{100 * v.variance:+.1f} %",
+                          f"[{colour}]{v.verdict}[/{colour}]", "" if v.run_id is None else str(v.run_id))
+        print_table(table)
+    if any(v.verdict in ("fail", "missing") for v in verdicts):
+        raise typer.Exit(EXIT_FINDINGS)
+
+
+def _gbps(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"
+
+
+@handles_errors
+def prune_(
+    keep_days: Annotated[int, typer.Option("--keep-days", help="Keep raw outputs of the runs of this many days.",
+                                           min=0)] = 30,
+    db: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Empty the raw tool outputs (and each end's health and counter detail) of runs older than
+    --keep-days, then compact the file: values, statuses, reasons and each run's aggregates per
+    pair class, rail and leaf–spine group are kept."""
+    path = db or default_db()
+    runs, rows = prune(path, keep_days)
+    if as_json:
+        print(json.dumps({"db": str(path), "runs": runs, "rows": rows, "bytes": path.stat().st_size}))
+        return
+    stdout.print(cell(f"{rows} raw outputs of {runs} runs older than {keep_days} days emptied; {path} is now "
+                      f"{path.stat().st_size / 1e6:.1f} MB"), soft_wrap=True)
