@@ -15,11 +15,13 @@ from typer.testing import CliRunner
 from gpunet.api.bench_regular import check_baseline, prune, set_baseline
 from gpunet.bench import Fabric, bench_nodes
 from gpunet.bench.aggregate import aggregate
+from gpunet.bench.compare import load_rules
 from gpunet.bench.history import baselines, latest, run_aggregates, save_aggregates, set_expected
 from gpunet.bench.slices import SliceSize, cover, expected_keys
 from gpunet.bench.store import MAX_RAW, Measurement, load_run, save_run
 from gpunet.cli.main import app
 from gpunet.errors import UsageError
+from gpunet.render import prometheus
 from tests.render.rendered import example_plan
 
 RAW = json.dumps({"end": {"streams": [{"bits_per_second": 1e9 + i} for i in range(32)]}})
@@ -151,3 +153,7 @@ def test_cli_baseline_set_check_and_prune(tmp_path: Path) -> None:
     pruned = runner.invoke(app, ["bench", "prune", "--keep-days", "0", "--db", str(db), "--json"])
     assert pruned.exit_code == 0 and json.loads(pruned.stdout)["rows"] == 2
     assert runner.invoke(app, ["bench", "prune", "--keep-days", "-1", "--db", str(db)]).exit_code == 2
+
+
+def test_the_regression_alert_fails_where_bench_compare_fails() -> None:
+    assert load_rules(None).rules[-1].fail_below == prometheus.BENCH_REGRESSION
