@@ -26,6 +26,12 @@ CREATE TABLE IF NOT EXISTS aggregates (
 );
 CREATE INDEX IF NOT EXISTS aggregates_latest ON aggregates ({", ".join(KEY_COLUMNS)}, run_id);
 CREATE INDEX IF NOT EXISTS aggregates_run ON aggregates (run_id);
+CREATE TABLE IF NOT EXISTS latest_aggregates (
+    run_id INTEGER NOT NULL, kind TEXT NOT NULL, plane TEXT NOT NULL, metric TEXT NOT NULL, path TEXT NOT NULL,
+    rail INTEGER NOT NULL, leaf TEXT NOT NULL, spine TEXT NOT NULL, pairs INTEGER NOT NULL, judged INTEGER NOT NULL,
+    inconclusive INTEGER NOT NULL, flagged INTEGER NOT NULL, median_value REAL, median_percent REAL,
+    PRIMARY KEY ({", ".join(KEY_COLUMNS)})
+);
 CREATE TABLE IF NOT EXISTS expected (
     kind TEXT NOT NULL, plane TEXT NOT NULL, metric TEXT NOT NULL, path TEXT NOT NULL, rail INTEGER NOT NULL,
     leaf TEXT NOT NULL, spine TEXT NOT NULL
@@ -68,6 +74,15 @@ def _has_tables(db: sqlite3.Connection, *names: str) -> bool:
     return set(names) <= found
 
 
+ALL_COLUMNS = ("run_id", *KEY_COLUMNS, *VALUE_COLUMNS)
+# Each key's newest aggregate kept apart as runs are saved: the latest view reads one row a key,
+# not a year of runs (an older run aggregated late never replaces a newer one's).
+UPSERT_LATEST = (f"INSERT INTO latest_aggregates ({', '.join(ALL_COLUMNS)}) SELECT {', '.join(ALL_COLUMNS)} "
+                 f"FROM aggregates WHERE run_id = ? ON CONFLICT ({KEYS}) DO UPDATE SET "
+                 + ", ".join(f"{c} = excluded.{c}" for c in ("run_id", *VALUE_COLUMNS))
+                 + " WHERE excluded.run_id >= latest_aggregates.run_id")
+
+
 def save_aggregates(path: Path, run_id: int, aggregates: Iterable[Aggregate]) -> None:
     """The run's aggregates, replacing any it had (a run aggregated again after a retry)."""
     columns = (*KEY_COLUMNS, *VALUE_COLUMNS)
@@ -75,6 +90,7 @@ def save_aggregates(path: Path, run_id: int, aggregates: Iterable[Aggregate]) ->
         db.execute("DELETE FROM aggregates WHERE run_id = ?", (run_id,))
         db.executemany(f"INSERT INTO aggregates (run_id, {', '.join(columns)}) VALUES (?{', ?' * len(columns)})",
                        ((run_id, *(getattr(a, c) for c in columns)) for a in aggregates))
+        db.execute(UPSERT_LATEST, (run_id,))
 
 
 def set_expected(path: Path, plane: str, keys: Iterable[AggregateKey]) -> None:
@@ -86,15 +102,13 @@ def set_expected(path: Path, plane: str, keys: Iterable[AggregateKey]) -> None:
 
 def latest(path: Path) -> tuple[list[Latest], list[AggregateKey]]:
     """Every key's aggregate from the latest run that measured it, and the expected keys no run has
-    measured. One pass over the latest-key index, one lookup a key."""
+    measured: one row a key (latest_aggregates), each run's start looked up by its id."""
     with reading(path) as db:
-        if not _has_tables(db, "aggregates", "expected"):
+        if not _has_tables(db, "latest_aggregates", "expected"):
             return [], []
-        rows = db.execute(f"""
-            SELECT a.run_id, substr(r.started, 1, 64), {', '.join(f'a.{c}' for c in (*KEY_COLUMNS, *VALUE_COLUMNS))}
-            FROM (SELECT {KEYS}, max(run_id) AS run_id FROM aggregates GROUP BY {KEYS}) AS newest
-            JOIN aggregates a ON a.run_id = newest.run_id AND {' AND '.join(f'a.{c} = newest.{c}' for c in KEY_COLUMNS)}
-            JOIN runs r ON r.id = a.run_id""").fetchall()
+        rows = db.execute(f"SELECT a.run_id, substr(r.started, 1, 64), "
+                          f"{', '.join(f'a.{c}' for c in (*KEY_COLUMNS, *VALUE_COLUMNS))} FROM latest_aggregates a "
+                          "JOIN runs r ON r.id = a.run_id").fetchall()
         found = [Latest(aggregate=Aggregate(**dict(zip((*KEY_COLUMNS, *VALUE_COLUMNS), row[2:], strict=True))),
                         run_id=row[0], started=row[1]) for row in rows]
         measured = {f.aggregate.key for f in found}
