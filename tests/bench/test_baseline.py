@@ -157,3 +157,12 @@ def test_cli_baseline_set_check_and_prune(tmp_path: Path) -> None:
 
 def test_the_regression_alert_fails_where_bench_compare_fails() -> None:
     assert load_rules(None).rules[-1].fail_below == prometheus.BENCH_REGRESSION
+
+
+def test_a_flagged_pair_fails_its_class_though_the_median_holds(tmp_path: Path) -> None:
+    """A slow equal-cost path: the pair's other streams fill its NIC, so the class median holds."""
+    db = tmp_path / "b.sqlite"
+    set_baseline(db, [run(db, m("a", 90), m("b", 90), m("c", 90))])
+    run(db, m("a", 90), m("b", 89, status="low"), m("c", 91))
+    [verdict] = check_baseline(db)
+    assert verdict.verdict == "fail" and verdict.variance == 0 and "1 of 3 pairs of run 2" in (verdict.reason or "")

@@ -52,7 +52,8 @@ def baselines_from(per_run: Iterable[tuple[int, Aggregate]], now: datetime | Non
 def judge(latest: Iterable[Latest], baselines: Iterable[Baseline], rules: Rules) -> list[ClassVerdict]:
     """Each class with a baseline or a latest result: its verdict. missing: a baseline class no run
     measured; inconclusive: every pair of its latest run had a saturated end; fail: every judged
-    pair failed; new: no baseline (or a zero one)."""
+    pair failed, or a pair of the latest run was flagged (low, failed, congested) whatever the
+    median; new: no baseline (or a zero one)."""
     newest = {(f.aggregate.plane, f.aggregate.metric, f.aggregate.path, f.aggregate.rail): f
               for f in latest if f.aggregate.kind == CLASS_KIND}
     base = {(b.plane, b.metric, b.path, b.rail): b for b in baselines}
@@ -75,6 +76,11 @@ def _verdict(key: tuple[str, str, str, int], found: Latest | None, base: Baselin
         verdict = "fail"
     else:
         verdict = "new" if variance is None else rules.verdict(metric, plane, variance)
+    if found is not None and found.aggregate.flagged and verdict in ("ok", "warn", "new"):
+        # A slow path under a fast median: the pair's other streams fill its NIC, its own verdict says it.
+        verdict = "fail"
+        reason = (f"{found.aggregate.flagged} of {found.aggregate.pairs} pairs of run {found.run_id} low, failed or "
+                  "congested (bench show RUN says why)")
     return ClassVerdict(label=AggregateKey(CLASS_KIND, plane, metric, path, rail).label, plane=plane, metric=metric,
                         path=path, rail=rail, baseline=old, current=current, variance=variance, verdict=verdict,
                         run_id=found.run_id if found else None, started=found.started if found else None,

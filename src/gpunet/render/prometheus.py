@@ -257,14 +257,22 @@ BENCH_SERVED = "(bench results served by {{ $labels.node }})"
 
 
 def bench_alerts() -> list[Alert]:
-    """From the bench database: a pair class slower than its baseline, one the rotation has not
-    measured within its period, runs that keep landing on saturated ends."""
+    """From the bench database: a pair class slower than its baseline, one whose latest run flagged
+    pairs (a slow equal-cost path leaves the median at line rate: the pair's other streams fill its
+    NIC), one the rotation has not measured within its period, runs that keep landing on saturated
+    ends."""
     return [
         Alert("GpunetBenchRegression", f"gpunet_bench_class_variance_ratio < {BENCH_REGRESSION:g}", "0m", "warning",
               f"Pair class {BENCH_CLASS} measures {{{{ $value | humanizePercentage }}}} against its baseline "
               f"{BENCH_SERVED}", "GN-LINK-02",
               "gpunet bench baseline check names the class and its latest run; gpunet bench show RUN its pairs; "
               "gpunet localize names the cable; on the pairs' hosts gpunet doctor, checks GN-LINK-02 and GN-CNT-01"),
+        Alert("GpunetBenchPairsFlagged", "gpunet_bench_class_flagged_pairs > 0", "0m", "warning",
+              f"{{{{ $value }}}} pairs of class {BENCH_CLASS} were low, failed or congested in its latest run "
+              f"{BENCH_SERVED}", "GN-LINK-02",
+              "gpunet bench baseline check names the run; gpunet bench show RUN gives each pair's reason (a slow "
+              "equal-cost path: gpunet localize names the cable); on the pairs' hosts gpunet doctor, checks GN-LINK-02 "
+              "and GN-CNT-01"),
         Alert("GpunetBenchClassNotMeasured",
               "gpunet_bench_class_age_seconds > on(instance) group_left() gpunet_bench_period_seconds", "0m",
               "warning", f"Pair class {BENCH_CLASS} was not measured within the schedule's period {BENCH_SERVED}",
