@@ -177,7 +177,7 @@ def _gbps(value: float | None) -> str:
 @handles_errors
 def prune_(
     keep_days: Annotated[int, typer.Option("--keep-days", help="Keep raw outputs of the runs of this many days.",
-                                           min=0)] = 30,
+                                           min=0)] = 14,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
