@@ -8,6 +8,8 @@ from itertools import combinations
 from pathlib import Path
 
 import pytest
+from ClusterShell.NodeSet import NodeSet
+from typer.testing import CliRunner
 
 from gpunet.bench import Fabric, bench_nodes, fabric_rounds
 from gpunet.bench.schedule import RailPair
@@ -23,6 +25,7 @@ from gpunet.bench.slices import (
     parse_hours,
 )
 from gpunet.bench.store import last_slice, start_run
+from gpunet.cli.main import app
 from gpunet.errors import UsageError
 from tests.render.rendered import example_plan
 
@@ -122,3 +125,32 @@ def test_last_slice_reads_this_rotation_only(tmp_path: Path) -> None:
     assert last_slice(db, "compute", 16, "60s") == 3
     assert last_slice(db, "storage", 16, "class") == 1
     assert last_slice(db, "compute", 5, "class") is None
+
+
+SPEC = str(Path(__file__).parents[2] / "src/gpunet/spec/examples/scalable-unit.yaml")
+
+
+@pytest.mark.parametrize("extra", [["--slice", "1/16", "--rail", "0"], ["--slice", "1/16", "--pattern", "topo"],
+                                   ["--slice", "1/16", "--pairs", "3"], ["gpu[001-004]", "--slice", "1/16"],
+                                   ["--slice", "1/5"], ["--slice", "17/16"],
+                                   ["--slice", "next/16", "--slice-size", "x"]])
+def test_bench_run_refuses_a_slice_it_cannot_cut(tmp_path: Path, extra: list[str]) -> None:
+    """Refused before any node is reached or any run stored (a stale N: the Plan changed since the
+    schedule was rendered)."""
+    result = CliRunner().invoke(app, ["bench", "run", "--plan", SPEC, "--db", str(tmp_path / "b.sqlite"), *extra])
+    assert result.exit_code == 2, result.output
+    assert not (tmp_path / "b.sqlite").exists()
+
+
+def test_schedule_next_names_the_slice_after_the_last_and_its_nodes(tmp_path: Path) -> None:
+    db = tmp_path / "b.sqlite"
+    argv = ["bench", "schedule", "--next", "--plan", SPEC, "--slices", "16", "--db", str(db)]
+    first = CliRunner().invoke(app, argv)
+    assert first.exit_code == 0 and first.stdout.split()[0] == "1/16", first.output
+    start_run(db, plan_hash="x", tool="iperf3", pattern="fabric",
+              arguments="plane=compute seconds=3 nodes=all congestion=cubic slice=1/16 slice_size=class")
+    second = CliRunner().invoke(app, argv).stdout.split()
+    found = cover(FABRIC, "compute", NODES, SliceSize.parse("class"), 3).slices[1]
+    assert second[0] == "2/16" and NodeSet(second[1]) == NodeSet.fromlist([n for p in found.pairs for n in p[:2]])
+    stale = CliRunner().invoke(app, [*argv[:-4], "--slices", "9", "--db", str(db)])
+    assert stale.exit_code == 2 and "render the schedule again" in stale.output
