@@ -28,10 +28,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from gpunet.api.bench_regular import ScheduleRequest, schedule
+from gpunet.api.bench_regular import ScheduleRequest, schedule, set_baseline
 from gpunet.bench import Fabric
+from gpunet.bench.aggregate import AggregateKey, aggregate
+from gpunet.bench.history import save_aggregates, set_expected
 from gpunet.bench.schedule import RailPair
 from gpunet.bench.slices import crossed_by
+from gpunet.bench.store import Measurement, load_run, save_run
 from gpunet.cli.main import app
 from gpunet.lab.build import LAB_PLAN, lab_dir
 from gpunet.lab.state import LabState
@@ -199,3 +202,32 @@ def _query(api: str, promql: str) -> dict[str, Any] | None:
     found = _get(f"{api}/query?query={urllib.parse.quote(promql)}")["result"]
     return found[0] if found else None
 
+
+
+def test_the_rendered_bench_alerts_fire_in_prometheus_scraping_the_lab_exporter(lab: LabState, tmp_path: Path) -> None:
+    """Whatever the host's load does to a measurement: a database whose rail-0 class regressed 20 %
+    against its baseline with a pair flagged, and whose rotation's cover names a class never
+    measured, fires GpunetBenchRegression, GpunetBenchPairsFlagged and GpunetBenchClassNotMeasured."""
+    db = tmp_path / "bench.sqlite"
+    pair = {"plane": "compute", "metric": "throughput", "unit": "Gb/s", "expected": 0.4, "rail": 0,
+            "to_rail": 1, "path": "cross-leaf"}
+    runs = [save_run(db, plan_hash="h", tool="iperf3", pattern="fabric", arguments="plane=compute",
+                     measurements=[Measurement(source="gpu001", destination="gpu002", value=value, status=status,
+                                               **pair) for value, status in shape])
+            for shape in ([(0.39, "ok")], [(0.31, "low"), (0.31, "ok")])]
+    for run_id in runs:
+        save_aggregates(db, run_id, aggregate(load_run(db, run_id)[1]))
+    set_baseline(db, runs[:1])
+    set_expected(db, "compute", [AggregateKey("class", "compute", "throughput", "same-leaf", 5)])
+    fired = _in_prometheus(tmp_path, db, lambda api: _all_firing(api, BENCH_ALERTS))
+    assert {(a["labels"]["alertname"], a["labels"]["path"], a["labels"]["rail"]) for a in fired["alerts"]} == {
+        ("GpunetBenchRegression", "cross-leaf", "0"), ("GpunetBenchPairsFlagged", "cross-leaf", "0"),
+        ("GpunetBenchClassNotMeasured", "same-leaf", "5")}
+
+
+BENCH_ALERTS = ("GpunetBenchRegression", "GpunetBenchPairsFlagged", "GpunetBenchClassNotMeasured")
+
+
+def _all_firing(api: str, names: tuple[str, ...]) -> dict[str, Any] | None:
+    found = [a for a in _get(f"{api}/alerts")["alerts"] if a["labels"]["alertname"] in names and a["state"] == "firing"]
+    return {"alerts": found} if {a["labels"]["alertname"] for a in found} == set(names) else None
