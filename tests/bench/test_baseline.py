@@ -143,12 +143,12 @@ def test_cli_baseline_set_check_and_prune(tmp_path: Path) -> None:
     db = tmp_path / "b.sqlite"
     first = run(db, m("a", 90))
     runner = CliRunner()
-    assert runner.invoke(app, ["bench", "baseline", "set", str(first), "--db", str(db)]).exit_code == 0
-    assert runner.invoke(app, ["bench", "baseline", "check", "--db", str(db)]).exit_code == 0
+    assert runner.invoke(app, ["bench", "baseline", str(first), "--db", str(db)]).exit_code == 0
+    assert runner.invoke(app, ["bench", "check", "--db", str(db)]).exit_code == 0
     run(db, m("a", 50))
-    checked = runner.invoke(app, ["bench", "baseline", "check", "--db", str(db), "--json"])
+    checked = runner.invoke(app, ["bench", "check", "--db", str(db), "--json"])
     assert checked.exit_code == 1 and json.loads(checked.stdout)[0]["verdict"] == "fail"
-    shown = runner.invoke(app, ["bench", "baseline", "show", "--db", str(db), "--json"])
+    shown = runner.invoke(app, ["bench", "baseline", "--db", str(db), "--json"])
     assert json.loads(shown.stdout)[0]["value"] == 90
     pruned = runner.invoke(app, ["bench", "prune", "--keep-days", "0", "--db", str(db), "--json"])
     assert pruned.exit_code == 0 and json.loads(pruned.stdout)["rows"] == 2

@@ -88,7 +88,7 @@ def test_three_scheduled_runs_cover_what_the_report_claims_and_a_slow_cable_fire
         assert len(seen) == row["cumulative"]["leaf_spine_groups"], k
     db = tmp_path / "bench.sqlite"
     runner = CliRunner()
-    assert runner.invoke(app, ["bench", "baseline", "set", "1", "2", "3", "--db", str(db)]).exit_code == 0
+    assert runner.invoke(app, ["bench", "baseline", "1", "2", "3", "--db", str(db)]).exit_code == 0
     first_class = report["rotation"][0]
     cable = _uplink_under(plan, fabric, first_class["classes"][0])
     faulted = runner.invoke(app, ["lab", "fault", "--lab", LAB, cable, "--rate", "2mbit"])
@@ -100,7 +100,7 @@ def test_three_scheduled_runs_cover_what_the_report_claims_and_a_slow_cable_fire
     label = first_class["classes"][0]
     slow = [r for r in fourth if "a path below the rest" in (r["reason"] or "")]
     assert slow and all(r["status"] in ("low", "inconclusive") for r in slow), fourth  # seen, never ok
-    checked = runner.invoke(app, ["bench", "baseline", "check", "--db", str(db), "--json"])
+    checked = runner.invoke(app, ["bench", "check", "--db", str(db), "--json"])
     verdict = {v["label"]: v for v in json.loads(checked.stdout)}[label]
     rail = label.split("/")[2].removeprefix("rail")
     if any(r["status"] == "low" for r in fourth):

@@ -97,7 +97,7 @@ def _add_latest(families: _Families, found: Latest, now: float) -> None:
 
 def _add_baseline(families: _Families, base: Baseline, measured: list[Latest]) -> None:
     key = AggregateKey(CLASS_KIND, base.plane, base.metric, base.path, base.rail)
-    families.add(CLASS_KIND, "baseline_bytes_per_second", "The class's baseline (bench baseline set).", key,
+    families.add(CLASS_KIND, "baseline_bytes_per_second", "The class's baseline (bench baseline).", key,
                  base.value * BYTES_PER_GBIT)
     current = next((f.aggregate.median_value for f in measured if f.aggregate.key == key), None)
     if current is not None and base.value:

@@ -352,5 +352,6 @@ def history_(db: DbOpt = None, limit: int = 20,
 
 
 app.command(name="schedule")(bench_regular.schedule_)
-app.add_typer(bench_regular.baseline_app, name="baseline")
+app.command(name="baseline")(bench_regular.baseline_)
+app.command(name="check")(bench_regular.check_)
 app.command(name="prune")(bench_regular.prune_)

@@ -1,4 +1,4 @@
-"""`gpunet bench schedule | baseline | prune`: regular fabric tests (registered on the bench group by
+"""`gpunet bench schedule | baseline | check | prune`: regular fabric tests (registered on the bench group by
 cli/bench.py)."""
 
 from __future__ import annotations
@@ -104,31 +104,24 @@ def _print_report(report: dict[str, Any], files: list[str], out: Path | None) ->
     stdout.print(cell(f"units: {', '.join(files)}, {where}"), soft_wrap=True)
 
 
-baseline_app = typer.Typer(help="Baselines per pair class (plane, path class, rail): set from runs, shown, and the "
-                                "latest result of each class judged against them.", no_args_is_help=True)
 VERDICT_COLOURS = {"fail": "red", "missing": "red", "warn": "yellow", "inconclusive": "blue", "new": "cyan",
                    "ok": "green"}
 
 
-@baseline_app.command(name="set")
 @handles_errors
-def baseline_set(
-    runs: Annotated[list[int], typer.Argument(help="Run id(s): the median of their class medians becomes each "
-                                                   "class's baseline.", show_default=False)],
+def baseline_(
+    runs: Annotated[list[int] | None, typer.Argument(
+        help="Run id(s): the median of their class medians becomes each class's baseline (none: show the stored "
+             "baselines).", show_default=False)] = None,
     db: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Mark a run, or the median of several, as the baseline of each pair class they judged
-    (pairs with a saturated end left out); other classes keep theirs."""
-    found = set_baseline(db or default_db(), runs)
+    """Mark a run, or the median of several, as the baseline of each pair class (plane, path
+    class, rail) they judged, pairs with a saturated end left out (other classes keep theirs);
+    without runs, the stored baselines. `bench check` judges the latest results against them."""
+    path = db or default_db()
+    found = set_baseline(path, runs) if runs else baselines(path)
     _print_baselines([b.model_dump() for b in found], as_json)
-
-
-@baseline_app.command(name="show")
-@handles_errors
-def baseline_show(db: DbOpt = None, as_json: JsonOpt = False) -> None:
-    """The stored baselines, one a pair class."""
-    _print_baselines([b.model_dump() for b in baselines(db or default_db())], as_json)
 
 
 def _print_baselines(rows: list[dict[str, Any]], as_json: bool) -> None:
@@ -144,17 +137,16 @@ def _print_baselines(rows: list[dict[str, Any]], as_json: bool) -> None:
     print_table(table)
 
 
-@baseline_app.command(name="check")
 @handles_errors
-def baseline_check(
+def check_(
     db: DbOpt = None,
     rules: Annotated[Path | None, typer.Option("--rules", help="YAML rules, as bench compare reads them (default: "
                                                                "warn 5 % below the baseline, fail 10 % below).")]
     = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The latest result of each pair class against its baseline; exit 1 on a fail or a baseline
-    class no run measured."""
+    """The latest result of each pair class against its baseline (`bench baseline`); exit 1 on a
+    fail (a regression, or a pair of the latest run flagged) or a baseline class no run measured."""
     verdicts = check_baseline(db or default_db(), rules)
     if as_json:
         print(json.dumps([v.model_dump() for v in verdicts], indent=1))

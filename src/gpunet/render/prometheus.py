@@ -265,12 +265,12 @@ def bench_alerts() -> list[Alert]:
         Alert("GpunetBenchRegression", f"gpunet_bench_class_variance_ratio < {BENCH_REGRESSION:g}", "0m", "warning",
               f"Pair class {BENCH_CLASS} measures {{{{ $value | humanizePercentage }}}} against its baseline "
               f"{BENCH_SERVED}", "GN-LINK-02",
-              "gpunet bench baseline check names the class and its latest run; gpunet bench show RUN its pairs; "
+              "gpunet bench check names the class and its latest run; gpunet bench show RUN its pairs; "
               "gpunet localize names the cable; on the pairs' hosts gpunet doctor, checks GN-LINK-02 and GN-CNT-01"),
         Alert("GpunetBenchPairsFlagged", "gpunet_bench_class_flagged_pairs > 0", "0m", "warning",
               f"{{{{ $value }}}} pairs of class {BENCH_CLASS} were low, failed or congested in its latest run "
               f"{BENCH_SERVED}", "GN-LINK-02",
-              "gpunet bench baseline check names the run; gpunet bench show RUN gives each pair's reason (a slow "
+              "gpunet bench check names the run; gpunet bench show RUN gives each pair's reason (a slow "
               "equal-cost path: gpunet localize names the cable); on the pairs' hosts gpunet doctor, checks GN-LINK-02 "
               "and GN-CNT-01"),
         Alert("GpunetBenchClassNotMeasured",
