@@ -105,14 +105,8 @@ def run(wanted: BenchRun, *, plan: Path | None, lab: str | None, db: Path,
         setup.plan, wanted.plane, wanted.pattern, chosen, selection)
     launch = (wanted.launcher or pick_launcher()) if wanted.tool == "nccl" else ""  # refused before a run starts
     nccl = wanted.tool == "nccl"
-    arguments = f"plane={wanted.plane} seconds={wanted.seconds} nodes={wanted.nodes or 'all'}"
-    if wanted.tool == "iperf3":
-        arguments += f" congestion={setup.congestion or SYSTEM_CONGESTION}"
-    arguments += "".join(f" {k}={v}" for k, v in (("rail", wanted.rail), ("pairs", wanted.pairs)) if v is not None)
-    if sliced is not None:  # what last_slice reads back: the rotation's next run follows on
-        arguments += f" slice={sliced.index}/{sliced.count} slice_size={SliceSize.parse(wanted.slice_size).text}"
     run_id = start_run(db, plan_hash=plan_digest(setup.plan), tool=wanted.nccl_test if nccl else wanted.tool,
-                       pattern="job" if nccl else wanted.pattern, arguments=arguments)
+                       pattern="job" if nccl else wanted.pattern, arguments=_arguments(wanted, setup, sliced))
     if nccl:
         job = NcclJob(test=wanted.nccl_test, iterations=max(5, wanted.seconds * 10))
         results = [run_nccl(setup.plan, chosen, job, launch)]
@@ -120,11 +114,28 @@ def run(wanted: BenchRun, *, plan: Path | None, lab: str | None, db: Path,
         return BenchOutcome(run_id, results, None)
     measured = run_rounds(setup, rounds, progress or (lambda d, n, what: None),
                           on_round=lambda ms: add_measurements(db, run_id, ms))
-    fabric = Fabric.of(setup.plan, wanted.plane)
-    save_aggregates(db, run_id, aggregate(measured, measurement_groups(fabric)))
-    if sliced is not None:  # what the rotation should cross: a key never measured is then known
-        set_expected(db, wanted.plane, expected_keys(sliced.cover))
+    _aggregate(db, run_id, setup.plan, wanted.plane, measured, sliced=sliced)
     return BenchOutcome(run_id, measured, setup.congestion)
+
+
+def _arguments(wanted: BenchRun, setup: BenchSetup, sliced: ChosenSlice | None) -> str:
+    """What the run records of how it was asked for (history shows it; last_slice reads it back)."""
+    arguments = f"plane={wanted.plane} seconds={wanted.seconds} nodes={wanted.nodes or 'all'}"
+    if wanted.tool == "iperf3":
+        arguments += f" congestion={setup.congestion or SYSTEM_CONGESTION}"
+    arguments += "".join(f" {k}={v}" for k, v in (("rail", wanted.rail), ("pairs", wanted.pairs)) if v is not None)
+    if sliced is not None:  # the rotation's next run follows on from this one
+        arguments += f" slice={sliced.index}/{sliced.count} slice_size={SliceSize.parse(wanted.slice_size).text}"
+    return arguments
+
+
+def _aggregate(db: Path, run_id: int, plan: Plan, plane: str, measured: list[Measurement], *,
+               sliced: ChosenSlice | None) -> None:
+    """The run folded per pair class, rail and leaf–spine group; with a slice, what the rotation's
+    cover should cross (a key never measured is then known)."""
+    save_aggregates(db, run_id, aggregate(measured, measurement_groups(Fabric.of(plan, plane))))
+    if sliced is not None:
+        set_expected(db, plane, expected_keys(sliced.cover))
 
 
 @dataclass(frozen=True)
