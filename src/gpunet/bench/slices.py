@@ -136,7 +136,7 @@ def _groups(fabric: Fabric, a: str, b: str, cross_pod: bool) -> set[tuple[str, s
 
 def cover(fabric: Fabric, plane: str, nodes: list[str], size: SliceSize, seconds: int) -> Cover:
     """The fabric pattern's pairs among the nodes, by pair class, cut into slices of `size`."""
-    pairs = [p for r in fabric_rounds(fabric, nodes) for p in r if isinstance(p, RailPair)]  # all are
+    pairs = [p for r in fabric_rounds(fabric, nodes) for p in r if isinstance(p, RailPair)]  # every one: typed as plain
     ordered = sorted(pairs, key=lambda p: _class_order(pair_class(plane, p)))  # stable: the cover's order kept
     round_s = seconds + OMIT_S + ROUND_OVERHEAD_S
     groups = _by_class(plane, ordered) if size.kind == CLASS else _by_budget(fabric, ordered, size, round_s)
