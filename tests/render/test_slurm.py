@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from ClusterShell.NodeSet import NodeSet
 
+from gpunet.render.bench_schedule import SBATCH_PATH, ScheduleUnits, render_schedule
 from tests.render import validators as v
 from tests.render.rendered import files_matching, text_of
 
@@ -35,7 +36,7 @@ TopologyPlugin=topology/tree
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
 ProctrackType=proctrack/linuxproc
-NodeName={nodes} CPUs=1 State=FUTURE
+NodeName={nodes} CPUs=1 State={state}
 PartitionName=all Nodes=ALL Default=YES
 """
 ADDRESS = "198.18.254.1"  # inside the namespace only
@@ -44,8 +45,10 @@ ADDRESS = "198.18.254.1"  # inside the namespace only
 NETWORK = f"SlurmctldHost=gnctl({ADDRESS})\nSlurmctldPort=16817\nSlurmdPort=16818\n"
 
 
-def scontrol_topology(tmp: Path, topology: str, network: str = NETWORK, ask: str = "topology") -> tuple[int, str]:
-    """Start munged and slurmctld in a fresh namespace, ask scontrol, stop both (by PID)."""
+def scontrol_topology(tmp: Path, topology: str, network: str = NETWORK, ask: str = "topology", *,
+                      then: tuple[str, ...] = (), state: str = "FUTURE") -> tuple[int, str]:
+    """Start munged and slurmctld in a fresh namespace, ask scontrol, stop both (by PID); with
+    `then`, that command's exit and output once scontrol has answered."""
     (tmp / "state").mkdir()
     (tmp / "spool").mkdir()
     tmp.chmod(0o700)
@@ -55,7 +58,7 @@ def scontrol_topology(tmp: Path, topology: str, network: str = NETWORK, ask: str
                               if part.startswith("Nodes=")])
     (tmp / "gpunet-network.conf").write_text(network)
     (tmp / "slurm.conf").write_text(SLURM_CONF.format(network=f"Include {tmp}/gpunet-network.conf", dir=tmp,
-                                                      nodes=nodes))
+                                                      nodes=nodes, state=state))
     (tmp / "topology.conf").write_text(topology)
     env = {"SLURM_CONF": str(tmp / "slurm.conf"), "PATH": os.environ["PATH"]}
     with v.netns(f"gnslurm{os.getpid()}") as ns:
@@ -70,7 +73,11 @@ def scontrol_topology(tmp: Path, topology: str, network: str = NETWORK, ask: str
                                 "hostname gnctl && exec slurmctld -D -i"],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         try:
-            return _ask(ns, env, ctl, ask)
+            code, shown = _ask(ns, env, ctl, ask)
+            if code or not then:
+                return code, shown
+            done = v.run("ip", "netns", "exec", ns, *then, env=env)
+            return done.returncode, done.stdout + done.stderr
         finally:
             _stop(ctl, tmp / "munged.pid")
 
@@ -121,3 +128,22 @@ def test_slurmctld_runs_on_the_planned_ports(tmp_path: Path, example: str, path:
     assert code == 0, (tmp_path / "slurmctld.log").read_text()[-2000:]
     reported = dict(re.findall(r"^(SlurmctldPort|SlurmdPort|SrunPortRange)\s*=\s*(\S+)", shown, re.MULTILINE))
     assert reported == dict(re.findall(r"^(SlurmctldPort|SlurmdPort|SrunPortRange)=(\S+)", text, re.MULTILINE))
+
+
+def test_sbatch_accepts_the_bench_job_script(tmp_path: Path) -> None:
+    """The rendered regular-tests job (partition `all`, a time limit) on two nodes of the topology,
+    as its submitter sends it: sbatch --test-only says when it would start, not an error."""
+    units = ScheduleUnits(gpunet="/usr/local/bin/gpunet", plan="/etc/gpunet/plan.json", db="/srv/bench.sqlite",
+                          plane="compute", seconds=3, slice_size="class", slices=16, hours=(1,), period="week",
+                          longest_s=8, partition="all", time_limit="00:30:00")
+    script = tmp_path / "gpunet-bench.sbatch"
+    script.write_text(render_schedule(units)[SBATCH_PATH])
+    topology = text_of(*TOPOLOGIES[0])
+    node = next(part.split("=")[1] for line in topology.splitlines() for part in line.split()
+                if part.startswith("Nodes="))
+    first = str(NodeSet(node)[0])
+    (tmp_path / "slurm").mkdir()
+    code, shown = scontrol_topology(tmp_path / "slurm", topology, ask="config", then=(
+        "sbatch", "--test-only", f"--nodelist={first}", "--export=ALL,GPUNET_SLICE=1/16", str(script)),
+        state="CLOUD")  # powered down until a job wants them: allocatable, unlike FUTURE
+    assert code == 0 and "to start at" in shown, shown

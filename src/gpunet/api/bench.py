@@ -9,11 +9,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpunet.bench import PATTERNS, Selection, bench_nodes, pattern_rounds
+from gpunet.bench import PATTERNS, Fabric, Selection, bench_nodes, pattern_rounds
+from gpunet.bench.aggregate import aggregate
 from gpunet.bench.compare import FAILING, Comparison, compare_runs, compare_simulated
 from gpunet.bench.heatmap import cells_of, percent_matrix, write_png
+from gpunet.bench.history import save_aggregates, set_expected
 from gpunet.bench.launch import TOOLS, NcclJob, pick_launcher
 from gpunet.bench.run import BenchSetup, run_nccl, run_rounds
+from gpunet.bench.schedule import Round
+from gpunet.bench.slices import (
+    CLASS,
+    Cover,
+    SliceChoice,
+    SliceSize,
+    check_count,
+    cover,
+    expected_keys,
+    measurement_groups,
+)
 from gpunet.bench.store import (
     CellColumns,
     Measurement,
@@ -22,6 +35,7 @@ from gpunet.bench.store import (
     add_measurements,
     default_db,
     history,
+    last_slice,
     load_cells,
     load_run,
     run_info,
@@ -63,6 +77,8 @@ class BenchRun:
     retry_inconclusive: int = 1  # rounds re-measuring, one pair at a time, pairs a saturated end left inconclusive
     rail: int | None = None  # only this rail's NICs (fabric and rail patterns)
     pairs: int | None = None  # at most this many pairs, still spanning rails and leaves (fabric pattern)
+    slice: str | None = None  # K/N or next/N: one slice of the fabric's cover (bench schedule)
+    slice_size: str = CLASS  # how the cover is cut: class, a number of pairs, a time
 
 
 @dataclass(frozen=True)
@@ -84,16 +100,13 @@ def run(wanted: BenchRun, *, plan: Path | None, lab: str | None, db: Path,
     setup = _setup(wanted, plan, lab)
     chosen = bench_nodes(setup.plan, wanted.plane, wanted.nodes)
     selection = Selection(rail=wanted.rail, pairs=wanted.pairs)
-    rounds = [] if wanted.tool == "nccl" else pattern_rounds(setup.plan, wanted.plane, wanted.pattern, chosen,
-                                                             selection)
+    sliced = _slice(wanted, setup.plan, chosen, db) if wanted.slice is not None else None
+    rounds = [] if wanted.tool == "nccl" else sliced.rounds if sliced else pattern_rounds(
+        setup.plan, wanted.plane, wanted.pattern, chosen, selection)
     launch = (wanted.launcher or pick_launcher()) if wanted.tool == "nccl" else ""  # refused before a run starts
     nccl = wanted.tool == "nccl"
-    arguments = f"plane={wanted.plane} seconds={wanted.seconds} nodes={wanted.nodes or 'all'}"
-    if wanted.tool == "iperf3":
-        arguments += f" congestion={setup.congestion or SYSTEM_CONGESTION}"
-    arguments += "".join(f" {k}={v}" for k, v in (("rail", wanted.rail), ("pairs", wanted.pairs)) if v is not None)
     run_id = start_run(db, plan_hash=plan_digest(setup.plan), tool=wanted.nccl_test if nccl else wanted.tool,
-                       pattern="job" if nccl else wanted.pattern, arguments=arguments)
+                       pattern="job" if nccl else wanted.pattern, arguments=_arguments(wanted, setup, sliced))
     if nccl:
         job = NcclJob(test=wanted.nccl_test, iterations=max(5, wanted.seconds * 10))
         results = [run_nccl(setup.plan, chosen, job, launch)]
@@ -101,7 +114,51 @@ def run(wanted: BenchRun, *, plan: Path | None, lab: str | None, db: Path,
         return BenchOutcome(run_id, results, None)
     measured = run_rounds(setup, rounds, progress or (lambda d, n, what: None),
                           on_round=lambda ms: add_measurements(db, run_id, ms))
+    _aggregate(db, run_id, setup.plan, wanted.plane, measured, sliced=sliced)
     return BenchOutcome(run_id, measured, setup.congestion)
+
+
+def _arguments(wanted: BenchRun, setup: BenchSetup, sliced: ChosenSlice | None) -> str:
+    """What the run records of how it was asked for (history shows it; last_slice reads it back)."""
+    arguments = f"plane={wanted.plane} seconds={wanted.seconds} nodes={wanted.nodes or 'all'}"
+    if wanted.tool == "iperf3":
+        arguments += f" congestion={setup.congestion or SYSTEM_CONGESTION}"
+    arguments += "".join(f" {k}={v}" for k, v in (("rail", wanted.rail), ("pairs", wanted.pairs)) if v is not None)
+    if sliced is not None:  # the rotation's next run follows on from this one
+        arguments += f" slice={sliced.index}/{sliced.count} slice_size={SliceSize.parse(wanted.slice_size).text}"
+    return arguments
+
+
+def _aggregate(db: Path, run_id: int, plan: Plan, plane: str, measured: list[Measurement], *,
+               sliced: ChosenSlice | None) -> None:
+    """The run folded per pair class, rail and leaf–spine group; with a slice, what the rotation's
+    cover should cross (a key never measured is then known)."""
+    save_aggregates(db, run_id, aggregate(measured, measurement_groups(Fabric.of(plan, plane))))
+    if sliced is not None:
+        set_expected(db, plane, expected_keys(sliced.cover))
+
+
+@dataclass(frozen=True)
+class ChosenSlice:
+    index: int
+    count: int
+    rounds: list[Round]
+    cover: Cover
+
+
+def _slice(wanted: BenchRun, plan: Plan, chosen: list[str], db: Path) -> ChosenSlice:
+    """The slice `--slice` names of the fabric's cover of every node on the plane."""
+    if wanted.pattern != "fabric" or wanted.tool == "nccl" or wanted.nodes or wanted.rail is not None \
+            or wanted.pairs is not None:
+        raise UsageError("--slice cuts the fabric pattern's cover of every node on the plane: no NODES, --rail, "
+                         "--pairs, other pattern or nccl with it")
+    choice = SliceChoice.parse(wanted.slice or "")
+    size = SliceSize.parse(wanted.slice_size)
+    found = cover(Fabric.of(plan, wanted.plane), wanted.plane, chosen, size, wanted.seconds)
+    check_count(found, choice)
+    index = choice.resolve(last_slice(db, wanted.plane, choice.count, size.text) if choice.index is None else None)
+    picked = found.slices[index - 1]
+    return ChosenSlice(index, choice.count, picked.rounds, found)
 
 
 def _setup(wanted: BenchRun, plan: Path | None, lab: str | None) -> BenchSetup:

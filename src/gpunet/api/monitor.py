@@ -8,8 +8,12 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpunet.api.bench_regular import PERIODS
+from gpunet.bench.metrics import bench_collector
+from gpunet.bench.slices import period_seconds
 from gpunet.errors import UsageError
 from gpunet.monitor import ExporterOptions, build_registry, default_listen, parse_listen
+from gpunet.monitor.collectors import Collect
 from gpunet.monitor.fabric import fabric_reader
 from gpunet.monitor.peers import PeerProber
 from gpunet.monitor.server import ExporterServer, make_server
@@ -33,6 +37,8 @@ class ExporterSettings:
     probe_interval: float = 10.0
     fabric_here: bool = False  # ibqueryerrors on this host at each scrape
     ibsim: str | None = None  # the same from a simulated fabric
+    bench_db: Path | None = None  # also serve the regular fabric tests' results from this bench database
+    bench_period: str = "week"
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,14 @@ class Exporter:
     server: ExporterServer
     prober: PeerProber | None
     url: str
+
+
+def _bench(settings: ExporterSettings) -> dict[str, Collect]:
+    if settings.bench_db is None:
+        return {}
+    if settings.bench_period not in PERIODS:
+        raise UsageError(f"--bench-period {settings.bench_period[:20]!r}: one of {', '.join(PERIODS)}")
+    return {"bench": bench_collector(settings.bench_db, period_seconds(settings.bench_period))}
 
 
 def exporter(settings: ExporterSettings) -> Exporter:
@@ -56,7 +70,7 @@ def exporter(settings: ExporterSettings) -> Exporter:
     registry, prober = build_registry(ExporterOptions(
         plan=loaded, node=name if loaded else None, root=settings.root, include_virtual=settings.include_virtual,
         timeout=settings.timeout, probe_peers=settings.probe_peers, probe_interval=settings.probe_interval,
-        fabric=fabric))
+        fabric=fabric, extra=_bench(settings)))
     config = load_web_config(settings.web_config) if settings.web_config else WebConfig()
     address, port = parse_listen(settings.listen) if settings.listen else default_listen(loaded,
                                                                                       name if loaded else None)

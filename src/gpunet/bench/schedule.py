@@ -219,24 +219,41 @@ def packed_rounds(pairs: list[RailPair], leaves_of: Callable[[RailPair], tuple[s
                   uplink_flows: Callable[[str], int]) -> list[Round]:
     """The pairs in rounds, in order, greedily: a NIC in one pair of a round at most, and no leaf
     asked to carry more flows across its uplinks in a round than they carry at NIC speed."""
-    pending = list(pairs)
-    rounds: list[Round] = []
-    while pending:
-        busy: set[tuple[str, int | None]] = set()
-        upward: dict[str, int] = defaultdict(int)
-        current: Round = []
-        left: list[RailPair] = []
-        for pair in pending:
-            ends = {(pair[0], pair.rail), (pair[1], pair.to_rail)}
-            a, b = leaves_of(pair)
-            crossing = [a, b] if a != b else []
-            if busy & ends or any(upward[leaf] >= uplink_flows(leaf) for leaf in crossing):
-                left.append(pair)
-                continue
-            current.append(pair)
-            busy |= ends
-            for leaf in crossing:
-                upward[leaf] += 1
-        rounds.append(current)
-        pending = left
-    return rounds
+    packer = RoundPacker(leaves_of, uplink_flows)
+    for pair in pairs:
+        packer.add(pair)
+    return packer.rounds
+
+
+class RoundPacker:
+    """Pairs put one by one into the first round they fit (first fit): the same rounds as filling
+    round 1 from all the pairs in order, then round 2 from those left, and so on, but incremental,
+    so a slice can grow pair by pair while its round count is known."""
+
+    def __init__(self, leaves_of: Callable[[RailPair], tuple[str, str]], uplink_flows: Callable[[str], int]) -> None:
+        self.leaves_of, self.uplink_flows = leaves_of, uplink_flows
+        self.rounds: list[Round] = []
+        self._busy: list[set[tuple[str, int | None]]] = []
+        self._upward: list[dict[str, int]] = []
+
+    def round_for(self, pair: RailPair) -> int:
+        """The index of the first round the pair fits in (len(rounds): a new one)."""
+        ends = {(pair[0], pair.rail), (pair[1], pair.to_rail)}
+        a, b = self.leaves_of(pair)
+        crossing = [a, b] if a != b else []
+        for k, (busy, upward) in enumerate(zip(self._busy, self._upward, strict=True)):
+            if not busy & ends and all(upward.get(leaf, 0) < self.uplink_flows(leaf) for leaf in crossing):
+                return k
+        return len(self.rounds)
+
+    def add(self, pair: RailPair) -> None:
+        k = self.round_for(pair)
+        if k == len(self.rounds):
+            self.rounds.append([])
+            self._busy.append(set())
+            self._upward.append({})
+        self.rounds[k].append(pair)
+        self._busy[k] |= {(pair[0], pair.rail), (pair[1], pair.to_rail)}
+        a, b = self.leaves_of(pair)
+        for leaf in ([a, b] if a != b else []):
+            self._upward[k][leaf] = self._upward[k].get(leaf, 0) + 1

@@ -6,6 +6,7 @@ import os
 import re
 import sqlite3
 import time
+import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
 from dataclasses import dataclass
@@ -130,6 +131,7 @@ COUNTERS = TypeAdapter(tuple[EndCounters, ...])
 
 def _column(name: str) -> str:
     """A column as read: text cut to a bound (a crafted row of 400 MB is not loaded whole)."""
+    # A BLOB's substr is its first bytes: a compressed raw is inflated from those.
     return {"raw": f"substr(raw, 1, {MAX_RAW})", "health": f"substr(health, 1, {MAX_HEALTH})",
             "counters": f"substr(counters, 1, {MAX_COUNTERS})",
             "reason": "substr(reason, 1, 1024)", "value": "value", "expected": "expected", "rail": "rail",
@@ -222,10 +224,27 @@ def add_measurements(path: Path, run_id: int, measurements: list[Measurement]) -
 
 
 def _row(m: Measurement) -> tuple[object, ...]:
-    """The values of WRITTEN for a measurement."""
+    """The values of WRITTEN for a measurement: the raw output zlib-compressed (a BLOB; iperf3's JSON
+    shrinks 4 to 8 times), health and counters as JSON."""
     fields = (HEALTH.dump_json(m.health).decode() if c == "health" else COUNTERS.dump_json(m.counters).decode()
-              if c == "counters" else getattr(m, c) for c in COLUMNS)
+              if c == "counters" else compress_raw(m.raw) if c == "raw" else getattr(m, c) for c in COLUMNS)
     return (*fields, cell_code(m.percent_of_expected, m.status))
+
+
+def compress_raw(raw: str) -> bytes | str:
+    """Raw output as stored: compressed, the empty string as itself (a pruned or tool-less row)."""
+    return zlib.compress(raw.encode(), 6) if raw else ""
+
+
+def raw_text(stored: object) -> str:
+    """Raw output as read: a compressed BLOB inflated to at most MAX_RAW bytes (a crafted one that
+    would inflate to gigabytes stops there), text from before compression as it is."""
+    if isinstance(stored, bytes):
+        try:
+            return zlib.decompressobj().decompress(stored, MAX_RAW).decode(errors="replace")
+        except zlib.error:
+            return "[gpunet] raw output unreadable (not zlib)"
+    return stored if isinstance(stored, str) else ""
 
 
 def _replace(db: sqlite3.Connection, run_id: int, m: Measurement) -> bool:
@@ -268,6 +287,7 @@ def measurements(path: Path, run_id: int) -> list[Measurement]:
 
 def _measurement(row: Sequence[object]) -> Measurement:
     fields = dict(zip(COLUMNS, row, strict=True))
+    fields["raw"] = raw_text(fields["raw"])
     health, counters = fields["health"], fields["counters"]
     return Measurement.model_validate(fields | {"attempts": fields["attempts"] or 1,
                                                 "health": HEALTH.validate_json(health) if isinstance(health, str)
@@ -353,3 +373,28 @@ def load_run(path: Path, run_id: int) -> tuple[RunInfo, list[Measurement]]:
         where = f"in {path}" if path.exists() else f"({path} does not exist)"
         raise UsageError(f"no bench run {run_id} {where}; `gpunet bench history` lists the runs")
     return info, measurements(path, run_id)
+
+
+SLICE_ARGUMENT = re.compile(r"(?:^| )slice=([0-9]+)/([0-9]+) slice_size=(\S+)(?: |$)")
+
+
+def last_slice(path: Path, plane: str, count: int, size: str) -> int | None:
+    """The slice the latest run of this rotation (plane, N slices of this size) measured, as `bench
+    run --slice` records it in the run's arguments; None before the first (or without a database)."""
+    if not os.path.lexists(path):
+        return None
+    with _reading(path) as db:
+        for (arguments,) in db.execute("SELECT substr(arguments, 1, 1024) FROM runs WHERE arguments LIKE "
+                                       "'%slice=%' ORDER BY id DESC"):
+            found = SLICE_ARGUMENT.search(arguments) if isinstance(arguments, str) else None
+            if found and _plane(arguments) == plane and (int(found[2]), found[3]) == (count, size):
+                return int(found[1])
+    return None
+
+
+def writing(path: Path) -> sqlite3.Connection:
+    """The database opened for writing (bench/history.py's tables live in it too)."""
+    return _open(path)
+
+
+reading = _reading  # the database opened read-only, bounded as every reader here is

@@ -35,16 +35,24 @@ from gpunet.api.bench import (
     run_info,
     worst,
 )
+from gpunet.cli import bench_regular
 from gpunet.cli.console import cell, print_table, shown, stderr, stdout
 from gpunet.cli.errors import EXIT_FINDINGS, handles_errors
-from gpunet.cli.options import JsonOpt, LabExecOpt, OptionalNodesArg, PairsOpt, PlanOpt, RailOpt
+from gpunet.cli.options import (
+    DbOpt,
+    JsonOpt,
+    LabExecOpt,
+    OptionalNodesArg,
+    PairsOpt,
+    PlanOpt,
+    RailOpt,
+    SliceOpt,
+    SliceSizeOpt,
+)
 from gpunet.errors import UsageError
 
 app = typer.Typer(help="Measure the fabric against the Plan (iperf3, perftest, nccl-tests), keep the history.",
                   no_args_is_help=True)
-DbOpt = Annotated[Path | None, typer.Option(
-    "--db", help="SQLite file (default: this user's, $XDG_STATE_HOME/gpunet/bench.sqlite, "
-                 "~/.local/state/gpunet/bench.sqlite without it).")]
 PngOpt = Annotated[Path | None, typer.Option("--png", help="Also draw the matrix as a heat-map PNG here.")]
 MATRIX_UP_TO = 16  # nodes: a wider matrix does not fit a terminal
 WORST_SHOWN = 20
@@ -66,6 +74,8 @@ def run_(
                                               "its own leaf, and every two leaves crossed once.")] = "fabric",
     rail: RailOpt = None,
     pairs: PairsOpt = None,
+    slice_: SliceOpt = None,
+    slice_size: SliceSizeOpt = "class",
     plane: Annotated[str, typer.Option(help="Plane to measure.")] = "compute",
     duration: Annotated[int, typer.Option(help="Seconds per measurement.", min=1)] = 3,
     tool: Annotated[str, typer.Option(help=f"One of {', '.join(TOOLS)}.")] = "iperf3",
@@ -101,7 +111,7 @@ def run_(
         return
     wanted = BenchRun(pattern=pattern, plane=plane, nodes=nodes, seconds=duration, tool=tool, nccl_test=nccl_test,
                       launcher=launcher, congestion=congestion, retry_inconclusive=retry_inconclusive,
-                      rail=rail, pairs=pairs)
+                      rail=rail, pairs=pairs, slice=slice_, slice_size=slice_size)
     with _progress(pattern) as progress:
         outcome = bench.run(wanted, plan=plan, lab=lab, db=db, progress=progress)
     run_id, results = outcome.run_id, outcome.measurements
@@ -339,3 +349,9 @@ def history_(db: DbOpt = None, limit: int = 20,
         table.add_row(str(r.id), cell(r.started), cell(r.tool), cell(r.pattern), cell(r.plane), str(r.measurements),
                       str(r.flagged), str(r.congested), str(r.inconclusive))
     print_table(table)
+
+
+app.command(name="schedule")(bench_regular.schedule_)
+app.command(name="baseline")(bench_regular.baseline_)
+app.command(name="check")(bench_regular.check_)
+app.command(name="prune")(bench_regular.prune_)

@@ -40,6 +40,12 @@ def exporter(
         "--fabric-ibqueryerrors", help="Also serve the fabric's port counters per Plan cable (ibqueryerrors at each "
                                        "scrape: run on one host attached to the fabric).")] = False,
     ibsim: IbsimOpt = None,
+    bench_db: Annotated[Path | None, typer.Option(
+        "--bench-db", help="Also serve the regular fabric tests' results from this bench database "
+                           "(gpunet_bench_*: the latest per pair class, rail and leaf–spine group, with its age).")]
+    = None,
+    bench_period: Annotated[str, typer.Option(
+        "--bench-period", help="day or week: the period every pair class should be measured within.")] = "week",
 ) -> None:
     """Prometheus exporter: interfaces, TCP, bonds, InfiniBand/RoCE counters and drift from the Plan;
     with --fabric-ibqueryerrors or --ibsim also the fabric's port counters per planned cable."""
@@ -47,7 +53,7 @@ def exporter(
     made = make_exporter(ExporterSettings(
         plan=plan, node=node, listen=listen, web_config=web_config, root=root, include_virtual=include_virtual,
         timeout=timeout, probe_peers=probe_peers, probe_interval=probe_interval, fabric_here=fabric_ibqueryerrors,
-        ibsim=ibsim))
+        ibsim=ibsim, bench_db=bench_db, bench_period=bench_period))
     if made.prober:
         made.prober.start()
     # What start-up built lives as long as the process: out of every collection. A 200-interface

@@ -53,6 +53,17 @@ RailOpt = Annotated[int | None, typer.Option(
 PairsOpt = Annotated[int | None, typer.Option(
     "--pairs", metavar="N", min=1, show_default=False,
     help="At most N pairs: a sample that still spans the rails, leaves and path classes (a short run).")]
+SliceOpt = Annotated[str | None, typer.Option(
+    "--slice", metavar="K/N|next/N", show_default=False,
+    help="Only slice K of the N slices of the fabric pattern's cover (every node on the plane), or next/N: the "
+         "slice after the last one stored in the database (`bench schedule` renders units that run this).")]
+SliceSizeOpt = Annotated[str, typer.Option(
+    "--slice-size", metavar="class|PAIRS|TIME",
+    help="How the cover is cut into slices: class (one pair class a slice: plane, path class, rail), at most "
+         "PAIRS pairs (40), or at most TIME estimated (90s, 30m, 2h).")]
+DbOpt = Annotated[Path | None, typer.Option(
+    "--db", help="SQLite file (default: this user's, $XDG_STATE_HOME/gpunet/bench.sqlite, "
+                 "~/.local/state/gpunet/bench.sqlite without it).")]
 NodesArg = Annotated[str, typer.Argument(metavar="NODES", help=NODES_HELP, show_default=False)]
 OptionalNodesArg = Annotated[str | None, typer.Argument(metavar="[NODES]", help=NODES_HELP, show_default=False)]
 UserOpt = Annotated[str | None, typer.Option("--user", help="SSH user (default: yours, or the ssh_config's).")]

@@ -4,7 +4,7 @@ optional Pingmesh-style peer probes, served over HTTP(S) with the exporter-toolk
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
@@ -13,7 +13,7 @@ from prometheus_client.registry import CollectorRegistry
 from gpunet.errors import UsageError
 from gpunet.model.flows import GPUNET_EXPORTER_PORT
 from gpunet.model.plan import Node, Plan
-from gpunet.monitor.collectors import NodeView
+from gpunet.monitor.collectors import Collect, NodeView
 from gpunet.monitor.exporter import DEFAULT_TIMEOUT_S, GpunetCollector, node_collectors
 from gpunet.monitor.fabric import FabricReader, collect_fabric
 from gpunet.monitor.peers import PeerProber, ping_probes, system_ping
@@ -33,6 +33,7 @@ class ExporterOptions:
     probe_interval: float = 10.0
     probes_per_round: int = 32
     fabric: FabricReader | None = None  # ibqueryerrors' output: this exporter also serves fabric port counters
+    extra: dict[str, Collect] = field(default_factory=dict)  # more collectors by name (the bench database's)
 
 
 def planned_node(plan: Plan | None, name: str | None) -> Node | None:
@@ -61,6 +62,7 @@ def build_registry(options: ExporterOptions) -> tuple[CollectorRegistry, PeerPro
         if options.plan is None:
             raise UsageError("the fabric counters need --plan (ports are named by the Plan's cables)")
         collectors["fabric"] = partial(collect_fabric, options.plan, options.fabric)
+    collectors |= options.extra
     registry = CollectorRegistry(auto_describe=False)
     registry.register(GpunetCollector(collectors, options.timeout))
     return registry, prober

@@ -40,6 +40,9 @@ PEER_WINDOW = "15m"
 PEER_DEAD_AFTER_FAILURES = 3
 PEER_RTT_P99_SECONDS = 0.001  # inside one site a probe's RTT is ~0.1 ms; 10x that is congestion or a detour
 IB_PORT_ACTIVE = 4  # /sys/class/infiniband/*/ports/*/state: 4 = ACTIVE
+# Regular fabric tests (gpunet_bench_*, served by the exporter given --bench-db):
+BENCH_REGRESSION = -0.10  # a class's median 10 % under its baseline: `bench compare`'s default fail_below
+BENCH_INCONCLUSIVE_RUNS = 3  # runs in a row with saturated ends: the runs land on busy hosts, not a passing burst
 CONFIG_COMMENT = """\
 # Copy admin/prometheus/ to the Prometheus host (e.g. /etc/prometheus/) and check it with
 # `promtool check config prometheus.yml`. Targets are the nodes' management addresses; the node
@@ -138,7 +141,7 @@ def alert_groups(plan: Plan) -> dict[str, list[Alert]]:
     """Every alert by rule group; the InfiniBand port alerts only where the Plan has HCAs."""
     return {"gpunet-links": link_alerts(), "gpunet-counters": counter_alerts(),
             "gpunet-infiniband": infiniband_alerts(plan), "gpunet-peers": peer_alerts(),
-            "gpunet-fabric": fabric_alerts(), "gpunet-exporter": exporter_alerts()}
+            "gpunet-fabric": fabric_alerts(), "gpunet-exporter": exporter_alerts(), "gpunet-bench": bench_alerts()}
 
 
 def _ratio(part: str, whole: str, window: str = RATE_WINDOW) -> str:
@@ -247,6 +250,41 @@ def fabric_alerts() -> list[Alert]:
                   "in 10 minutes (fabric exporter on {{ $labels.node }})", "GN-IB-02",
                   "gpunet localize --ibqueryerrors <now> --before <earlier> --plan plan.json names it with the fix; "
                   "reseat, then replace the cable {{ $labels.cable }}; on its hosts gpunet doctor, check GN-IB-02")]
+
+
+BENCH_CLASS = "{{ $labels.path }} rail {{ $labels.rail }} on the {{ $labels.plane }} plane"
+BENCH_SERVED = "(bench results served by {{ $labels.node }})"
+
+
+def bench_alerts() -> list[Alert]:
+    """From the bench database: a pair class slower than its baseline, one whose latest run flagged
+    pairs (a slow equal-cost path leaves the median at line rate: the pair's other streams fill its
+    NIC), one the rotation has not measured within its period, runs that keep landing on saturated
+    ends."""
+    return [
+        Alert("GpunetBenchRegression", f"gpunet_bench_class_variance_ratio < {BENCH_REGRESSION:g}", "0m", "warning",
+              f"Pair class {BENCH_CLASS} measures {{{{ $value | humanizePercentage }}}} against its baseline "
+              f"{BENCH_SERVED}", "GN-LINK-02",
+              "gpunet bench check names the class and its latest run; gpunet bench show RUN its pairs; "
+              "gpunet localize names the cable; on the pairs' hosts gpunet doctor, checks GN-LINK-02 and GN-CNT-01"),
+        Alert("GpunetBenchPairsFlagged", "gpunet_bench_class_flagged_pairs > 0", "0m", "warning",
+              f"{{{{ $value }}}} pairs of class {BENCH_CLASS} were low, failed or congested in its latest run "
+              f"{BENCH_SERVED}", "GN-LINK-02",
+              "gpunet bench check names the run; gpunet bench show RUN gives each pair's reason (a slow "
+              "equal-cost path: gpunet localize names the cable); on the pairs' hosts gpunet doctor, checks GN-LINK-02 "
+              "and GN-CNT-01"),
+        Alert("GpunetBenchClassNotMeasured",
+              "gpunet_bench_class_age_seconds > on(instance) group_left() gpunet_bench_period_seconds", "0m",
+              "warning", f"Pair class {BENCH_CLASS} was not measured within the schedule's period {BENCH_SERVED}",
+              "GN-SSH-01",
+              "systemctl status gpunet-bench.timer; journalctl -u gpunet-bench; gpunet bench history; the runs reach "
+              "the nodes over SSH: gpunet doctor, check GN-SSH-01"),
+        Alert("GpunetBenchInconclusiveRuns", f"gpunet_bench_inconclusive_runs_in_a_row >= {BENCH_INCONCLUSIVE_RUNS}",
+              "0m", "warning", "The last {{ $value }} bench runs on the {{ $labels.plane }} plane left pairs "
+              f"inconclusive: their ends' CPUs were saturated {BENCH_SERVED}", "GN-AFF-01",
+              "gpunet bench show RUN names the saturated ends; schedule the runs at idle hours or as Slurm jobs "
+              "(bench schedule --partition); on those hosts gpunet doctor, check GN-AFF-01"),
+    ]
 
 
 # The doctor check that reads what each collector reads.

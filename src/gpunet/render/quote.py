@@ -51,3 +51,23 @@ def shell_word(value: str) -> str:
 def xml_attribute(value: str) -> str:
     """An XML attribute value with its quotes (firewalld zones)."""
     return quoteattr(value)
+
+
+SYSTEMD_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=@,+-")
+
+
+def systemd_word(value: str, where: str) -> str:
+    """One word of a systemd command line (ExecStart=): as is when plain, else double-quoted with
+    its backslashes and quotes escaped; `%` (a specifier) and `$` (a variable) doubled to stay literal."""
+    if not value or any(c in value for c in LINE_BREAKS) or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise UsageError(f"{where}: {value[:60]!r} is empty or holds a control character, which a unit file cannot "
+                         "hold in one word")
+    escaped = value.replace("%", "%%").replace("$", "$$")
+    if set(value) <= SYSTEMD_PLAIN:
+        return escaped
+    return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def systemd_text(value: str, where: str) -> str:
+    """A free-text value of a unit file (Description=): one line, its specifiers kept literal."""
+    return one_line(value, where).replace("%", "%%")
