@@ -216,7 +216,8 @@ def test_ansible_syntax_check_and_inventory(tmp_path: Path, example: str) -> Non
 
 @pytest.mark.skipif(bool(v.need("ansible-playbook")), reason=str(v.need("ansible-playbook")))
 def test_ansible_rejects_a_broken_playbook(tmp_path: Path) -> None:
-    where = ansible_dir(tmp_path, ANSIBLE[0])
+    # the playbook is the same for every example: the smallest inventory keeps ansible's start short
+    where = ansible_dir(tmp_path, "one-server" if "one-server" in ANSIBLE else ANSIBLE[0])
     site = where / "site.yml"
     site.write_text(site.read_text().replace("max_fail_percentage", "max_fail_percent"))
     check = v.run("ansible-playbook", "--syntax-check", "-i", "inventory.yml", "site.yml", cwd=where)
