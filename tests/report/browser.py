@@ -169,6 +169,9 @@ class Browser:
         """The page as drawn once it stops changing: two captures in a row alike (on a starved host
         the load event can come before the large drawing is all on screen), at most until the timeout."""
         params: dict[str, Any] = {"format": "png", "captureBeyondViewport": full}
+        # a tab opened since (another test's page) sends this one to the background, which Chromium
+        # stops painting: its capture would wait for a frame that never comes
+        self.call("Page.bringToFront", page=page)
         deadline = time.monotonic() + self.timeout
         shot = base64.b64decode(self.call("Page.captureScreenshot", params, page)["data"])
         while time.monotonic() < deadline:
