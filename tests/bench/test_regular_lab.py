@@ -13,11 +13,7 @@ from __future__ import annotations
 import json
 import shlex
 import shutil
-import signal
-import socket
-import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
@@ -25,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from gpunet.api.bench_regular import ScheduleRequest, schedule, set_baseline
@@ -38,12 +33,11 @@ from gpunet.bench.store import Measurement, load_run, save_run
 from gpunet.cli.main import app
 from gpunet.lab.build import LAB_PLAN, lab_dir
 from gpunet.lab.state import LabState
-from gpunet.model.io import read_plan
 from gpunet.reach import Reach
 from gpunet.render.bench_schedule import SERVICE_PATH
-from gpunet.render.prometheus import render_prometheus
 from tests.lab.helpers import server_process
 from tests.labs import shared_lab, shared_lab_id
+from tests.monitor.live_prometheus import rendered_config, running_prometheus, until
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 LAB = shared_lab_id("default8")
@@ -135,57 +129,16 @@ def _uplink_under(plan: Any, fabric: Fabric, label: str) -> str:
     return f"{cable.a.device}:{cable.a.port}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _prometheus_config(directory: Path) -> Path:
-    """The rendered files, scraping every second only the exporter in EXPORTER_NODE."""
-    for name, text in render_prometheus(read_plan(lab_dir(LAB) / LAB_PLAN)).items():
-        (directory / name).parent.mkdir(parents=True, exist_ok=True)
-        (directory / name).write_text(text)
-    config_path = directory / "prometheus/prometheus.yml"
-    config = yaml.safe_load(config_path.read_text())
-    config["global"] |= {"scrape_interval": "1s", "evaluation_interval": "1s"}
-    config["scrape_configs"] = [job for job in config["scrape_configs"] if job["job_name"] == "gpunet"]
-    config_path.write_text(yaml.safe_dump(config))
-    targets = directory / "prometheus/targets/gpunet.json"
-    targets.write_text(json.dumps([g for g in json.loads(targets.read_text()) if g["labels"]["node"] == EXPORTER_NODE]))
-    return config_path
-
-
-def _until(what: Callable[[], Any], seconds: float = 60) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if found := what():
-                return found
-        except OSError:
-            pass  # Prometheus still starting
-        time.sleep(0.5)
-    raise AssertionError(f"not within {seconds} s")
-
-
 def _in_prometheus(tmp_path: Path, db: Path, ask: Callable[[str], dict[str, Any] | None]) -> dict[str, Any]:
     """What `ask` finds in a real Prometheus (its API's URL given) scraping the exporter in
     EXPORTER_NODE with the bench database, within a minute."""
     if shutil.which("prometheus") is None:
         pytest.skip("prometheus missing (Debian package prometheus): the alert is held by its promtool unit test")
-    config = _prometheus_config(tmp_path / "prom")
+    config = rendered_config(tmp_path / "prom", LAB, [EXPORTER_NODE])
     exporter = [sys.executable, "-m", "gpunet", "exporter", "--plan", str(lab_dir(LAB) / LAB_PLAN), "--node",
                 EXPORTER_NODE, "--bench-db", str(db)]
-    with server_process(LAB, EXPORTER_NODE, *exporter):
-        port = _free_port()
-        server = subprocess.Popen(["prometheus", f"--config.file={config}",
-                                   f"--storage.tsdb.path={tmp_path}/prom/db", f"--web.listen-address=127.0.0.1:{port}"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            return dict(_until(lambda: ask(f"http://127.0.0.1:{port}/api/v1")))
-        finally:
-            server.send_signal(signal.SIGTERM)
-            server.wait(timeout=30)
+    with server_process(LAB, EXPORTER_NODE, *exporter), running_prometheus(config, tmp_path / "prom/db") as api:
+        return dict(until(lambda: ask(api), 60))
 
 
 def _get(url: str) -> Any:

@@ -6,17 +6,11 @@ GpunetMtuDrift pending on the right node and device (root; `lab` marker)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +22,7 @@ from gpunet.model.io import read_plan
 from gpunet.render.prometheus import render_prometheus
 from tests.lab.helpers import server_process
 from tests.labs import SharedLabs, shared_lab_id
+from tests.monitor.live_prometheus import rendered_config, running_prometheus, until
 
 pytestmark = [pytest.mark.lab, pytest.mark.skipif(shutil.which("prometheus") is None,
                                                   reason="prometheus missing (Debian package prometheus)")]
@@ -35,45 +30,16 @@ LAB = shared_lab_id("small")
 SCRAPED = ("gpu1", "gpu2")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _rendered_config(directory: Path) -> Path:
-    """The rendered files, scraping every second and only the servers running an exporter."""
-    for name, text in render_prometheus(read_plan(lab_dir(LAB) / LAB_PLAN)).items():
-        (directory / name).parent.mkdir(parents=True, exist_ok=True)
-        (directory / name).write_text(text)
-    config_path = directory / "prometheus/prometheus.yml"
-    config = yaml.safe_load(config_path.read_text())
-    config["global"] |= {"scrape_interval": "1s", "evaluation_interval": "1s"}
-    config["scrape_configs"] = [job for job in config["scrape_configs"] if job["job_name"] == "gpunet"]
-    config_path.write_text(yaml.safe_dump(config))
-    targets = directory / "prometheus/targets/gpunet.json"
-    kept = [group for group in json.loads(targets.read_text()) if group["labels"]["node"] in SCRAPED]
-    targets.write_text(json.dumps(kept))
-    return config_path
-
-
 @pytest.fixture(scope="module")
 def prometheus_api(tmp_path_factory: pytest.TempPathFactory, shared_labs: SharedLabs) -> Iterator[str]:
     directory = tmp_path_factory.mktemp("prometheus")
     shared_labs.get("small")
-    config = _rendered_config(directory)
+    config = rendered_config(directory, LAB, SCRAPED)
     exporter = [sys.executable, "-m", "gpunet", "exporter", "--plan", str(lab_dir(LAB) / LAB_PLAN)]
     with server_process(LAB, SCRAPED[0], *exporter, "--node", SCRAPED[0]), \
-            server_process(LAB, SCRAPED[1], *exporter, "--node", SCRAPED[1]):
-        port = _free_port()
-        server = subprocess.Popen(["prometheus", f"--config.file={config}", f"--storage.tsdb.path={directory}/db",
-                                   f"--web.listen-address=127.0.0.1:{port}"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            yield f"http://127.0.0.1:{port}/api/v1"
-        finally:
-            os.kill(server.pid, signal.SIGTERM)
-            server.wait(timeout=30)
+            server_process(LAB, SCRAPED[1], *exporter, "--node", SCRAPED[1]), \
+            running_prometheus(config, directory / "db") as api:
+        yield api
 
 
 def _get(url: str) -> Any:
@@ -82,15 +48,7 @@ def _get(url: str) -> Any:
 
 
 def _until(what: Callable[[], Any], seconds: float = 45) -> Any:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            if found := what():
-                return found
-        except OSError:
-            pass  # Prometheus still starting
-        time.sleep(0.5)
-    raise AssertionError(f"not within {seconds} s")
+    return until(what, seconds)
 
 
 def _query(api: str, promql: str) -> list[dict[str, Any]]:
