@@ -73,8 +73,10 @@ def test_a_reverted_change_puts_back_every_table_and_rule(lab: LabState) -> None
 def test_apply_ends_applied_verified_and_confirmed_with_netplans_tables_and_rules(lab: LabState) -> None:
     done = _gpunet("apply", "run", NODES, "--lab", LAB, "--timeout", "90", "--json")
     report = json.loads(done.stdout)
-    # the nodes that did not end applied, whole (the full report is cut short in pytest's message)
-    assert done.returncode == 0, (done.stderr, [n for n in report["nodes"] if n["outcome"] != "applied"])
+    # the nodes that did not end applied and why, as text (pytest cuts a long dict short)
+    assert done.returncode == 0, done.stderr + "; ".join(
+        f"{n['node']} {n['outcome']} ({n['configuration']}): {n['reason']}" for n in report["nodes"]
+        if n["outcome"] != "applied")
     assert {(n["node"], n["outcome"], n["reason"]) for n in report["nodes"]} == {
         (node, "applied", "verified and confirmed") for node in NodeSet(NODES)}
     # what netplan's routing-policy says, set by apply (proto static; the lab built them proto boot)

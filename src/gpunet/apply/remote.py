@@ -43,8 +43,13 @@ class Remote:
     def for_lab(cls, runner: ClusterShellRunner, where: Where, reach_words: tuple[str, ...] = ()) -> Remote:
         """A lab's servers share this machine's files: its Python runs there too (gpunet from a
         venv in the server's own tree when `fleet install` put one there)."""
-        return cls(runner=key_only(runner), where=where, python=(sys.executable,), stage=f"{where.lab_root}/incoming",
-                   reach_words=reach_words)
+        return cls(runner=key_only(runner), where=where, python=(sys.executable,), reach_words=reach_words)
+
+    def stage_of(self, node: str) -> str:
+        """Where a node's bundle lands: in a lab, under the server's own tree, as on a real node (the
+        servers share this machine's files, and one stage for all would have every server unpack
+        the same bundle into the same place at once: concurrent renames, one of them failing)."""
+        return f"{self.where.lab_root}/{node}{self.stage}" if self.where.lab_root else self.stage
 
     def gpunet(self, node: str) -> list[str]:
         """gpunet on a node: `fleet install`'s venv first, else the node's Python; version checked."""

@@ -23,6 +23,7 @@ import json
 import secrets
 import tempfile
 import time
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -39,7 +40,7 @@ from gpunet.fleet import NodeOutcome
 from gpunet.fleet.doctor import doctor_command, findings_of
 from gpunet.fleet.node_gpunet import node_gpunet
 from gpunet.fleet.steps import run_each
-from gpunet.fleet.transfer import copy_to, why
+from gpunet.fleet.transfer import TransferOutcome, copy_to, why
 from gpunet.model.base import Frozen
 from gpunet.model.plan import Plan
 from gpunet.node.contract import FINAL
@@ -145,9 +146,8 @@ class BatchRun:
         self.new_failures: dict[str, tuple[str, ...]] = {}
         self.observed: dict[str, dict[str, str]] = {}  # per node, `check subject` -> what the doctor saw
 
-    @property
-    def bundle_dir(self) -> str:
-        return f"{self.remote.stage}/bundle-{self.txid}"
+    def bundle_of(self, node: str) -> str:
+        return f"{self.remote.stage_of(node)}/bundle-{self.txid}"
 
     def run(self) -> list[NodeApply]:
         live = self._settle(self.nodes)
@@ -174,7 +174,7 @@ class BatchRun:
 
     def _settle(self, nodes: list[str]) -> list[str]:
         """Each node settles what an earlier apply left and makes the stage; a node is reached."""
-        replies = call(self.remote, {n: agent_argv(self.remote, "status", "--stage", self.remote.stage)
+        replies = call(self.remote, {n: agent_argv(self.remote, "status", "--stage", self.remote.stage_of(n))
                                      for n in nodes}, timeout=30)
         live = []
         for n in nodes:
@@ -206,20 +206,31 @@ class BatchRun:
                                          token=self.token, timeout_s=self.options.timeout_s,
                                          change=self._change_of(n), pause_at=self.options.pause_at.get(n))
                 (bundle / "manifests" / f"{n}.json").write_text(json.dumps(manifest))
-            sent = copy_to(self.remote.runner, NodeSet.fromlist(nodes), bundle, self.remote.stage, compress="gzip")
+            outcomes = self._copy(bundle, nodes)
         for n in nodes:
-            if not sent.outcomes[n].ok:
-                self._end(n, "unreachable", "untouched", f"sending the bundle: {sent.outcomes[n].error}")
-        return [n for n in nodes if sent.outcomes[n].ok]
+            if not outcomes[n].ok:
+                self._end(n, "unreachable", "untouched", f"sending the bundle: {outcomes[n].error}")
+        return [n for n in nodes if outcomes[n].ok]
 
-    def _bundle_agent(self, command: str) -> list[str]:
+    def _copy(self, bundle: Path, nodes: list[str]) -> dict[str, TransferOutcome]:
+        """The bundle to every node's stage, one copy for the nodes that share a stage path (every
+        real node; each lab server has its own)."""
+        by_stage: dict[str, list[str]] = defaultdict(list)
+        for n in nodes:
+            by_stage[self.remote.stage_of(n)].append(n)
+        outcomes: dict[str, TransferOutcome] = {}
+        for stage, group in by_stage.items():
+            outcomes |= copy_to(self.remote.runner, NodeSet.fromlist(group), bundle, stage, compress="gzip").outcomes
+        return outcomes
+
+    def _bundle_agent(self, node: str, command: str) -> list[str]:
         """The bundle's own copy of the agent (begin installs it beside the journal, for the guard)."""
-        return [*self.remote.python, f"{self.bundle_dir}/agent.py", command, *self.remote.location,
-                "--bundle", self.bundle_dir]
+        bundle = self.bundle_of(node)
+        return [*self.remote.python, f"{bundle}/agent.py", command, *self.remote.location, "--bundle", bundle]
 
     def _check(self, nodes: list[str]) -> list[str]:
         """The bundle fits each node (its hostname is the plan's node, its tools are there)."""
-        replies = call(self.remote, dict.fromkeys(nodes, self._bundle_agent("check")), timeout=60)
+        replies = call(self.remote, {n: self._bundle_agent(n, "check") for n in nodes}, timeout=60)
         for n, reply in replies.items():
             if not reply.ok:
                 self._unreached(n, reply, "checking the bundle")
@@ -236,8 +247,9 @@ class BatchRun:
             return {}
         # the batch's own nodes are not probed: each is judged on itself, and one a bad change cut
         # off would hold every other node's doctor for its probes' timeouts
-        skip, plan = str(NodeSet.fromlist(self.nodes)), f"{self.bundle_dir}/plan.json"
-        commands = {n: doctor_command(self.remote.gpunet(n), plan, True, DOCTOR_INTERVAL_S, skip=skip) for n in nodes}
+        skip = str(NodeSet.fromlist(self.nodes))
+        commands = {n: doctor_command(self.remote.gpunet(n), f"{self.bundle_of(n)}/plan.json", True, DOCTOR_INTERVAL_S,
+                                      skip=skip) for n in nodes}
         outcomes = run_each(self.remote.runner, commands, timeout=timeout)
         failing: dict[str, set[str]] = {}
         for n, outcome in outcomes.items():
@@ -265,7 +277,7 @@ class BatchRun:
         `begin` was sent, so it never ends after the node's own (a begin whose answer the change
         cut off returns late)."""
         deadline = time.monotonic() + self.options.timeout_s
-        reply = call(self.remote, {node: self._bundle_agent("begin")}, timeout=60)[node]
+        reply = call(self.remote, {node: self._bundle_agent(node, "begin")}, timeout=60)[node]
         if not reply.ok and reply.data:
             self._unreached(node, reply, "begin")
             return
