@@ -24,7 +24,7 @@ import secrets
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -144,7 +144,6 @@ class BatchRun:
         self.results: dict[str, NodeApply] = {}
         self.previous: dict[str, str] = {}
         self.new_failures: dict[str, tuple[str, ...]] = {}
-        self.observed: dict[str, dict[str, str]] = {}  # per node, `check subject` -> what the doctor saw
 
     def bundle_of(self, node: str) -> str:
         return f"{self.remote.stage_of(node)}/bundle-{self.txid}"
@@ -240,7 +239,8 @@ class BatchRun:
         change = self.options.change
         return None if change is None else partial(change, node)
 
-    def _doctor(self, nodes: list[str], *, baseline: bool = False, timeout: float = 120) -> dict[str, set[str]]:
+    def _doctor(self, nodes: list[str], *, baseline: bool = False,
+                timeout: float = 120) -> dict[str, dict[str, str]]:
         """Failing checks per node (`check subject`); a node the doctor cannot run on is left out (and,
         for the baseline, ends here untouched)."""
         if not nodes:
@@ -251,7 +251,7 @@ class BatchRun:
         commands = {n: doctor_command(self.remote.gpunet(n), f"{self.bundle_of(n)}/plan.json", True, DOCTOR_INTERVAL_S,
                                       skip=skip) for n in nodes}
         outcomes = run_each(self.remote.runner, commands, timeout=timeout)
-        failing: dict[str, set[str]] = {}
+        failing: dict[str, dict[str, str]] = {}
         for n, outcome in outcomes.items():
             findings = findings_of(outcome.stdout) if outcome.rc in (0, 1) else None
             if findings is None:
@@ -259,9 +259,7 @@ class BatchRun:
                     self._end(n, "unreachable" if outcome.rc in (None, 255) else "refused", "untouched",
                               f"doctor before the change: {self._doctor_problem(n, outcome)}")
                 continue
-            failed = {f"{f.check} {f.subject}".strip(): f.observed for f in findings if f.verdict == "fail"}
-            self.observed[n] = failed
-            failing[n] = set(failed)
+            failing[n] = {f"{f.check} {f.subject}".strip(): f.observed for f in findings if f.verdict == "fail"}
         return failing
 
     def _doctor_problem(self, node: str, outcome: NodeOutcome) -> str:
@@ -272,7 +270,7 @@ class BatchRun:
             return f"{found.problem()}: {self.remote.install_fix(node)}"
         return why(outcome)
 
-    def _transact(self, node: str, baseline: set[str]) -> None:
+    def _transact(self, node: str, baseline: Collection[str]) -> None:
         """Begin, then wait for `applied`, verify, confirm or abort; the deadline counts from when
         `begin` was sent, so it never ends after the node's own (a begin whose answer the change
         cut off returns late)."""
@@ -287,7 +285,7 @@ class BatchRun:
         if node not in self.results:
             self._after_deadline(node, deadline)
 
-    def _watch(self, node: str, baseline: set[str], deadline: float) -> None:
+    def _watch(self, node: str, baseline: Collection[str], deadline: float) -> None:
         """Until the deadline: once the node says `applied` it is verified and confirmed (or told
         to revert) at once; one that reverted itself ends here; one that stops answering is left
         to its guard (asked again after the deadline)."""
@@ -309,16 +307,15 @@ class BatchRun:
             misses = 0 if reply.ok else misses + 1
             time.sleep(POLL_S)
 
-    def _verify(self, node: str, baseline: set[str], timeout: float) -> bool:
+    def _verify(self, node: str, baseline: Collection[str], timeout: float) -> bool:
         """The doctor again, over a new connection: what fails now and did not before."""
         after = self._doctor([node], timeout=timeout).get(node)
         if after is None:
             self.new_failures[node] = ("a new SSH connection or the doctor failed, or it did not end in time",)
             return False
-        new = sorted(f for f in after - baseline if not _about_batch_peer(f, self.nodes))
-        seen = self.observed.get(node, {})
+        new = sorted(f for f in after.keys() - set(baseline) if not _about_batch_peer(f, self.nodes))
         # what the doctor saw goes with each check, so a reverted node says why
-        self.new_failures[node] = tuple(f"{f} ({seen[f]})" if seen.get(f) else f for f in new)
+        self.new_failures[node] = tuple(f"{f} ({after[f]})" if after[f] else f for f in new)
         return not new
 
     def _confirm(self, node: str) -> None:

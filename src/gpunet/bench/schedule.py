@@ -236,11 +236,14 @@ class RoundPacker:
         self._busy: list[set[tuple[str, int | None]]] = []
         self._upward: list[dict[str, int]] = []
 
+    def _footprint(self, pair: RailPair) -> tuple[set[tuple[str, int | None]], list[str]]:
+        """The NICs the pair takes, and the leaves whose uplinks it crosses (none under one leaf)."""
+        a, b = self.leaves_of(pair)
+        return {(pair[0], pair.rail), (pair[1], pair.to_rail)}, [a, b] if a != b else []
+
     def round_for(self, pair: RailPair) -> int:
         """The index of the first round the pair fits in (len(rounds): a new one)."""
-        ends = {(pair[0], pair.rail), (pair[1], pair.to_rail)}
-        a, b = self.leaves_of(pair)
-        crossing = [a, b] if a != b else []
+        ends, crossing = self._footprint(pair)
         for k, (busy, upward) in enumerate(zip(self._busy, self._upward, strict=True)):
             if not busy & ends and all(upward.get(leaf, 0) < self.uplink_flows(leaf) for leaf in crossing):
                 return k
@@ -252,8 +255,8 @@ class RoundPacker:
             self.rounds.append([])
             self._busy.append(set())
             self._upward.append({})
+        ends, crossing = self._footprint(pair)
         self.rounds[k].append(pair)
-        self._busy[k] |= {(pair[0], pair.rail), (pair[1], pair.to_rail)}
-        a, b = self.leaves_of(pair)
-        for leaf in ([a, b] if a != b else []):
+        self._busy[k] |= ends
+        for leaf in crossing:
             self._upward[k][leaf] = self._upward[k].get(leaf, 0) + 1
