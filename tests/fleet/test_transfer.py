@@ -294,3 +294,18 @@ def test_names_that_look_like_options_and_setuid_bits_do_not_travel_as_such(tmp_
     assert copied.failed == [], copied
     assert (dest / "tools" / "-hex").read_text() == (source / "-hex").read_text()
     assert stat.S_IMODE((dest / "tools" / "tool").stat().st_mode) == 0o755
+
+
+@pytest.mark.parametrize("already_there", [False, True])
+def test_nodes_that_share_one_destination_all_succeed(tmp_path: Path, already_there: bool) -> None:
+    """An NFS home: every node's finishing step renames into the same directory at once. The first
+    rename lands the copy; the others find an identical tree there and say so instead of failing."""
+    source, dest = _tree(tmp_path), tmp_path / "shared"
+    dest.mkdir()
+    if already_there:
+        (dest / "model").mkdir()
+        (dest / "model" / "stale").write_text("old")
+    copied = copy_to(local_runner(), NodeSet("n[1-12]"), source, str(dest))
+    assert copied.failed == [], {n: o.error for n, o in copied.outcomes.items() if n in copied.failed}
+    assert _digests(dest / "model") == _digests(source) and not (dest / "model" / "stale").exists()
+    assert sorted(p.name for p in dest.iterdir()) == ["model"]  # no staging left beside it

@@ -63,13 +63,32 @@ fi
 sums=$(cd "$work/payload" && sums ../manifest.sha256 2>&1) || fail "checksum mismatch: $sums"
 new=$work/payload/$name
 final=$dest/$name
-if [ -d "$new" ] || { [ -d "$final" ] && [ ! -L "$final" ]; }; then
-  if [ -e "$final" ] || [ -L "$final" ]; then mv -T -- "$final" "$work/old" || fail "cannot move $final aside"; fi
-fi
-if ! mv -T -- "$new" "$final"; then
-  [ -e "$work/old" ] && mv -T -- "$work/old" "$final"
-  fail "cannot rename into $final"
-fi
+install() {
+  if [ -d "$new" ] || { [ -d "$final" ] && [ ! -L "$final" ]; }; then
+    # where nodes share the destination (an NFS home) another node may move it first: the rename decides
+    if [ -e "$final" ] || [ -L "$final" ]; then mv -T -- "$final" "$work/old" 2>/dev/null; fi
+  fi
+  err=$(mv -T -- "$new" "$final" 2>&1) && return 0
+  [ -e "$work/old" ] && [ ! -e "$final" ] && [ ! -L "$final" ] && mv -T -- "$work/old" "$final"
+  rm -rf -- "$work/old"
+  return 1
+}
+# exactly the files sent, no more: another node sharing the destination landed the same tree
+identical() {
+  (cd "$dest" && sums "$work/manifest.sha256" >/dev/null 2>&1) &&
+    [ "$(find "$final" -type f | wc -l)" -eq "$(wc -l < "$work/manifest.sha256")" ]
+}
+tries=0
+until install; do
+  if identical; then
+    echo "gpunet: an identical $name was already in place (a destination other nodes share)" >&2
+    break
+  fi
+  # a node between moving the tree aside and renaming its own in leaves nothing to compare: again
+  tries=$((tries + 1))
+  [ "$tries" -lt 20 ] || fail "cannot rename into $final: ${err##*: }"
+  sleep 0.1
+done
 rm -rf -- "$work"
 echo "$final"
 """
