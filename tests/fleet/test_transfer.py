@@ -309,3 +309,6 @@ def test_nodes_that_share_one_destination_all_succeed(tmp_path: Path, already_th
     assert copied.failed == [], {n: o.error for n, o in copied.outcomes.items() if n in copied.failed}
     assert _digests(dest / "model") == _digests(source) and not (dest / "model" / "stale").exists()
     assert sorted(p.name for p in dest.iterdir()) == ["model"]  # no staging left beside it
+    landed = [n for n, o in copied.outcomes.items() if not o.already_in_place]
+    assert landed, "some node's rename must have landed the tree"
+

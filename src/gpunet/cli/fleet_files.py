@@ -152,6 +152,8 @@ def _print(result: TransferResult, as_json: bool) -> None:
         if outcome.packets is not None:  # a capture: each node its own counts
             continue
         text = f"ok: {_pattern(outcome.path, outcome.node)}" if outcome.ok else f"failed: {outcome.error}"
+        if outcome.already_in_place:
+            text += " (already there: another node sharing the destination copied it)"
         stdout.print(f"[{'green' if outcome.ok else 'red'}]{shown(nodes)}[/]", cell(text), soft_wrap=True)
     for node, outcome in sorted(result.outcomes.items()):
         if outcome.packets is not None:

@@ -37,6 +37,7 @@ err=$(mkdir -p -- "$dest" 2>&1) || { echo "gpunet: cannot create $dest: ${err##*
 # itself) $5 its sha256, $6 mode and $7 mtime when raw. Unpacks beside the destination (same
 # filesystem: the final step is one rename), checks every file's sha256, then renames; a
 # directory replaced is first moved aside.
+SHARED_DESTINATION = "already in place (a destination other nodes share)"
 COPY_FINISH = _SUMS + r"""
 set -u
 archive=$1 dest=$2 name=$3 compress=$4 digest=$5 mode=$6 mtime=$7
@@ -81,7 +82,7 @@ identical() {
 tries=0
 until install; do
   if identical; then
-    echo "gpunet: an identical $name was already in place (a destination other nodes share)" >&2
+    echo "gpunet: an identical $name was """ + SHARED_DESTINATION + r"""" >&2
     break
   fi
   # a node between moving the tree aside and renaming its own in leaves nothing to compare: again

@@ -34,7 +34,7 @@ from gpunet.fleet.pack import (
     digest_file,
     pack,
 )
-from gpunet.fleet.scripts import COPY_FINISH, DEST_READY
+from gpunet.fleet.scripts import COPY_FINISH, DEST_READY, SHARED_DESTINATION
 from gpunet.fleet.steps import copy_each, multiplexed, run_each
 from gpunet.model.base import Frozen
 from gpunet.model.nodeset import fold
@@ -57,6 +57,8 @@ class TransferOutcome(Frozen):
     bytes: int = 0  # gathered: what this node's files hold, and what came over the wire
     packed_bytes: int = 0
     reached: bool = True  # False: SSH never got to the node (exit 3, not a failed copy)
+    # copy: another node sharing the destination (an NFS home) had already landed exactly these files
+    already_in_place: bool = False
 
 
 class TransferResult(Frozen):
@@ -76,9 +78,9 @@ class TransferResult(Frozen):
 
     def groups(self) -> list[tuple[str, TransferOutcome]]:
         """Nodes with the same outcome folded (`gpu[1-7]`), failures last."""
-        by_key: dict[tuple[bool, str | None], list[str]] = defaultdict(list)
+        by_key: dict[tuple[bool, str | None, bool], list[str]] = defaultdict(list)
         for name, outcome in self.outcomes.items():
-            by_key[outcome.ok, outcome.error].append(name)
+            by_key[outcome.ok, outcome.error, outcome.already_in_place].append(name)
         folded = [(fold(names), self.outcomes[names[0]]) for names in by_key.values()]
         return sorted(folded, key=lambda g: (not g[1].ok, g[0]))
 
@@ -204,7 +206,8 @@ def _copy_outcome(node: str, sent: NodeOutcome, finished: NodeOutcome | None) ->
     if finished is None:
         return TransferOutcome(node=node, ok=False, error=why(sent), reached=reached(sent))
     if finished.rc == 0:
-        return TransferOutcome(node=node, ok=True, path=finished.stdout.strip().splitlines()[-1])
+        return TransferOutcome(node=node, ok=True, path=finished.stdout.strip().splitlines()[-1],
+                               already_in_place=SHARED_DESTINATION in finished.stderr)
     if sent.rc != 0:  # "no directory DEST here" says more than scp's message about a temporary name
         reason = why(finished) if "gpunet: no directory" in finished.stderr else why(sent)
         return TransferOutcome(node=node, ok=False, error=reason)
