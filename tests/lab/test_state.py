@@ -17,7 +17,7 @@ from gpunet.errors import LabError
 from gpunet.lab import faults
 from gpunet.lab.blueprint import build_blueprint
 from gpunet.lab.build import _state
-from gpunet.lab.state import Fault, read_state, write_state
+from gpunet.lab.state import Fault, free_slot, read_state, write_state
 from tests.lab.helpers import small_plan
 
 LAB = "q"
@@ -83,3 +83,16 @@ def test_a_fault_on_no_cable_of_the_lab_is_healed_by_dropping_it(state_file: Pat
 def test_a_delay_that_tc_would_not_read_is_refused(value: str) -> None:
     with pytest.raises(LabError, match="--delay"):
         faults.check_fault_value("delay", value)
+
+
+def test_a_lab_another_version_built_keeps_its_address_block(state_file: Path) -> None:
+    """A state with a field this gpunet does not know (a newer version's lab) cannot be acted on, but
+    its slot is still read, so a new lab never takes the addresses it holds; a state without a
+    readable slot stops the new lab instead of guessing."""
+    tamper(state_file, lambda d: d.__setitem__("routing", "frr"))
+    with pytest.raises(LabError, match="unreadable"):
+        read_state(LAB)
+    assert free_slot("n") == 1 and free_slot(LAB) == 0
+    tamper(state_file, lambda d: d.__setitem__("slot", "x"))
+    with pytest.raises(LabError, match=f"cannot tell which addresses lab {LAB} holds"):
+        free_slot("n")

@@ -174,12 +174,34 @@ def _valid_id(name: str) -> bool:
     return True
 
 
+class _Slot(BaseModel):
+    """The one thing a new lab needs of the others: the address block each holds. Read leniently,
+    so that a lab another gpunet version built (a field this one does not know) still keeps its block."""
+
+    slot: int = Field(ge=0, le=MAX_LABS - 1)
+
+
+def _slots_held(but: str) -> dict[str, int]:
+    root = labs_root()
+    held: dict[str, int] = {}
+    for name in sorted(p.name for p in root.iterdir() if p.is_dir()) if root.exists() else []:
+        path = root / name / STATE_FILE
+        if name == but or not _valid_id(name) or not path.exists():
+            continue
+        try:
+            held[name] = _Slot.model_validate_json(path.read_text()).slot
+        except (OSError, ValueError) as exc:
+            raise LabError(f"{path} is unreadable ({_why(exc)}): cannot tell which addresses lab {name} holds; remove "
+                           f"its objects by hand (ip netns list | grep gn{name}-) and then this directory") from None
+    return held
+
+
 def free_slot(lab_id: str) -> int:
-    used = {s.slot for s in all_states() if s.lab_id != lab_id}
+    held = _slots_held(but=lab_id)
     for slot in range(MAX_LABS):
-        if slot not in used:
+        if slot not in held.values():
             return slot
-    raise LabError(f"{MAX_LABS} labs are up ({', '.join(s.lab_id for s in all_states())}); take one down first")
+    raise LabError(f"{MAX_LABS} labs are up ({', '.join(sorted(held))}); take one down first")
 
 
 @contextmanager
