@@ -50,6 +50,7 @@ from gpunet.lab.state import (
     labs_lock,
     labs_root,
     read_state,
+    slots_held,
     write_state,
 )
 from gpunet.model.io import plan_digest
@@ -141,7 +142,7 @@ def _refuse_foreign(bp: Blueprint, run: CommandRunner) -> None:
     if clash:
         raise LabError(f"{', '.join(clash[:5])} already exist and are not this lab's; remove them or use another --id")
     route = run(["ip", "route", "show", "exact", str(LAB_RANGE)], check=False).stdout.strip()
-    if route and not [s for s in all_states() if s.lab_id != bp.lab_id]:
+    if route and not slots_held(but=bp.lab_id):
         raise LabError(f"the host already has a route for {LAB_RANGE} ({route}) that no gpunet lab made; "
                        "gpunet will not replace it")
 
@@ -381,7 +382,7 @@ def _down(lab_id: str, run: CommandRunner) -> list[str]:
     ip_batch(run, (f"netns del {n}" for n in present), force=True)
     ip_batch(run, [f"link del {state.host_if}"], force=True)
     _remove_names(state, run)
-    if not [s for s in all_states() if s.lab_id != lab_id]:
+    if not slots_held(but=lab_id):  # the last lab down: what the labs share goes too
         ip_batch(run, [f"route del unreachable {LAB_RANGE}"], force=True)
         restore_limits(labs_root())
         congestion.restore(labs_root())

@@ -181,7 +181,7 @@ class _Slot(BaseModel):
     slot: int = Field(ge=0, le=MAX_LABS - 1)
 
 
-def _slots_held(but: str) -> dict[str, int]:
+def slots_held(but: str) -> dict[str, int]:
     root = labs_root()
     held: dict[str, int] = {}
     for name in sorted(p.name for p in root.iterdir() if p.is_dir()) if root.exists() else []:
@@ -197,7 +197,7 @@ def _slots_held(but: str) -> dict[str, int]:
 
 
 def free_slot(lab_id: str) -> int:
-    held = _slots_held(but=lab_id)
+    held = slots_held(but=lab_id)
     for slot in range(MAX_LABS):
         if slot not in held.values():
             return slot
