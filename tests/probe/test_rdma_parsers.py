@@ -96,6 +96,18 @@ def test_grep_of_per_priority_traffic_is_no_flow_reading() -> None:
         parse_ethtool_flow(recorded("ethtool_stats", "mlx5_grep_prio_all_traffic_on_priority0"))
 
 
+
+def test_pause_transitions_and_storm_events_are_kept_but_are_not_pause_frames() -> None:
+    """The ethq ConnectX-4 Lx output's rx_global_pause_transition, and the pause-storm watchdog's events newer
+    mlx5 drivers print: stored with the other flow counters, while only frame counts say a pair paused."""
+    stats = recorded("ethtool_flow", "cx4lx_kernel4.15_per_priority_traffic_global_pause")
+    storm = stats + "tx_pause_storm_warning_events: 3\ntx_pause_storm_error_events: 1\n"
+    counters = parse_ethtool_flow(storm)
+    assert (counters["rx_global_pause_transition"], counters["tx_pause_storm_warning_events"],
+            counters["tx_pause_storm_error_events"]) == (0, 3, 1)
+    assert sorted(name for name in counters if is_pause(name)) == [
+        "rx_global_pause", "rx_pause_ctrl_phy", "tx_global_pause", "tx_pause_ctrl_phy"]
+
 def test_bridges_above_a_device_nearest_first() -> None:
     devices = parse_lspci((FIXTURES / "node_trees/hgx-h100-roce/tools/lspci-vvv.txt").read_text())
     assert [b.address for b in upstream_bridges(devices, "0000:13:00.0")] == [

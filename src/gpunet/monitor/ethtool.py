@@ -1,9 +1,10 @@
 """The ethtool collector: each physical NIC's flow-control and congestion counters (per-priority and
-global pause frames and their durations, per-priority discards, ECN marks: probe/flow.py's selection
-of `ethtool -S`), the counters bench samples around every pair. Named as node_exporter's ethtool
-collector names them, with gpunet's prefix: the statistic lower-cased, `rx`/`tx` spelled `received`/
-`transmitted` (rx_prio3_pause -> gpunet_ethtool_received_prio3_pause, node_exporter's
-node_ethtool_received_prio3_pause), untyped like node_exporter's and with its value unchanged."""
+global pause frames, their durations and transitions, pause-storm events, per-priority discards, ECN
+marks: probe/flow.py's selection of `ethtool -S`), the counters bench samples around every pair.
+Named as node_exporter's ethtool collector names them, with gpunet's prefix: the statistic
+lower-cased, `rx`/`tx` spelled `received`/`transmitted` (rx_prio3_pause ->
+gpunet_ethtool_received_prio3_pause, node_exporter's node_ethtool_received_prio3_pause), untyped like
+node_exporter's and with its value unchanged."""
 
 from __future__ import annotations
 

@@ -13,10 +13,12 @@ from gpunet.files.inputs import integer
 from gpunet.probe.parsers import parse_ethtool_stats
 
 TOOL = "flow counter sample"
-# mlx5 names: rx/tx_prio<N>_pause[_duration|_transition], the global (802.3x) pause counters, per-
+# mlx5 names: rx/tx_prio<N>_pause[_duration|_transition], the global (802.3x) pause counters and their
+# transitions, the pause-storm watchdog's events (the NIC stopped sending pause: a storm, not loss), per-
 # priority discards and ECN marks, per-ring ECN marks (summed), and the RDMA congestion counters.
 KEPT = re.compile(
     r"(rx|tx)_prio\d_pause(_duration|_transition)?|(rx|tx)_(global_pause|pause_ctrl_phy)(_duration)?"
+    r"|rx_global_pause_transition|tx_pause_storm_(warning|error)_events"
     r"|rx_prio\d_(discards|buf_discard|cong_discard|marked)|(rx|tx)_discards_phy|rx_ecn_mark"
     r"|np_ecn_marked_roce_packets|np_cnp_sent|rp_cnp_handled|rp_cnp_ignored|port_xmit_wait")
 RING_ECN = re.compile(r"rx\d+_ecn_mark")
