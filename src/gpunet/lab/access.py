@@ -12,6 +12,7 @@ from pathlib import Path
 from gpunet.fabric.counters import EthPortErrors, parse_ip_link_stats
 from gpunet.lab.build import LAB_PLAN, node_argv_for
 from gpunet.lab.lldpd import lldpcli_argv
+from gpunet.lab.routes import port_number
 from gpunet.lab.sshd import servers_root, sshd_pid_dir
 from gpunet.lab.state import LabState, lab_dir
 from gpunet.model.plan import Plan
@@ -77,10 +78,10 @@ def hop_addresses(state: LabState, plan: Plan) -> tuple[dict[str, tuple[str, str
         device = ns.removeprefix(f"gn{state.lab_id}-")
         if device not in switches:
             continue
-        for line in lines:  # "addr add 198.18.4.5/31 dev p3"
+        for line in lines:  # "addr add 198.18.4.5/31 dev swp3"
             words = line.split()
             address, interface = words[2].split("/")[0], words[-1]
             devices[address] = device
-            if interface.startswith("p") and interface[1:].isdigit():
-                ports[address] = (device, interface[1:])
+            if (number := port_number(interface)) is not None:
+                ports[address] = (device, number)
     return ports, devices
