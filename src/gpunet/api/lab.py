@@ -17,8 +17,8 @@ from gpunet.lab.state import Fault, LabState, Routing, lab_dir
 from gpunet.spec.plan import plan_of
 
 __all__ = ["DEFAULT_DEADLINE_S", "Fault", "IbsimState", "LabState", "Readiness", "Routing", "RoutingUsed", "exec_argv",
-           "fault", "heal", "ibsim_down", "ibsim_fault", "ibsim_heal", "ibsim_status", "ibsim_tool", "ibsim_up", "lab_down",
-           "lab_up", "routing_used", "ssh_config", "status"]
+           "fault", "heal", "ibsim_down", "ibsim_fault", "ibsim_heal", "ibsim_status", "ibsim_tool", "ibsim_up",
+           "lab_down", "lab_up", "routing_used", "ssh_config", "status"]
 
 Progress = Callable[[str, int, int], None]
 
