@@ -17,10 +17,9 @@ from typer.testing import CliRunner
 from gpunet.api.switches import SwitchReport, switch_check
 from gpunet.checks.base import Finding
 from gpunet.cli.main import app
-from gpunet.lab.build import LAB_PLAN
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.frr import frr_missing, switch_dir, vtysh_argv
-from gpunet.lab.state import LabState, lab_dir
+from gpunet.lab.state import LAB_PLAN, LabState, lab_dir
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Link, Plan
 from gpunet.model.switching import sessions

@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from gpunet.fabric.counters import EthPortErrors, parse_ip_link_stats
-from gpunet.lab.build import LAB_PLAN, node_argv_for
+from gpunet.lab.build import node_argv_for
 from gpunet.lab.frr import vtysh_argv
 from gpunet.lab.lldpd import lldpcli_argv
 from gpunet.lab.routes import port_number
 from gpunet.lab.sshd import servers_root, sshd_pid_dir
-from gpunet.lab.state import LabState, lab_dir
+from gpunet.lab.state import LAB_PLAN, LabState, lab_dir
 from gpunet.model.plan import Plan
 from gpunet.runner import run_local
 

@@ -44,6 +44,7 @@ from gpunet.lab.ready import (
 from gpunet.lab.slice import slice_plan
 from gpunet.lab.sshd import start_sshd, write_ssh_files
 from gpunet.lab.state import (
+    LAB_PLAN,
     LabState,
     Routing,
     all_states,
@@ -62,7 +63,6 @@ from gpunet.runner import CommandRunner, run_local
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
 ETC_NETNS = Path("/etc/netns")
-LAB_PLAN = "plan.json"  # the plan in lab addresses: `doctor --plan` inside a lab server
 
 
 def _silent(step: str, done: int, total: int) -> None:

@@ -7,10 +7,12 @@ import subprocess
 from collections.abc import Sequence
 
 from gpunet.errors import CommandError, LabError, LabUsageError
+from gpunet.lab.frr import frr_switches, wait_converged
 from gpunet.lab.lldpd import wait_until_heard
 from gpunet.lab.miswire import expected_neighbours, miswire_fault, swap_far_ends
 from gpunet.lab.netns import ip_batch, tbf_line
-from gpunet.lab.state import Fault, LabState, VethState, lab_dir, labs_lock, read_state, write_state
+from gpunet.lab.state import LAB_PLAN, Fault, LabState, VethState, lab_dir, labs_lock, read_state, write_state
+from gpunet.model.io import read_plan
 from gpunet.render.switch.common import SWITCH_MTU
 from gpunet.runner import CommandRunner, run_local
 
@@ -194,7 +196,16 @@ def _heal(lab_id: str, target: str | None, run: CommandRunner) -> list[Fault]:
     if any(f.kind == "mtu" for f in healed):
         _forget_path_mtus(state, run)
     write_state(state.model_copy(update={"faults": tuple(f for f in state.faults if f not in healed)}))
+    if state.routing == "frr" and any(f.kind in ("down", "miswire") for f in healed):
+        _reconverged(state)
     return healed
+
+
+def _reconverged(state: LabState) -> None:
+    """Healed means routed again: a cable back up has its BGP sessions re-established and its routes
+    back in every FRR switch (static routes were put back above, at once)."""
+    directory = lab_dir(state.lab_id)
+    wait_converged(read_plan(directory / LAB_PLAN), frr_switches(directory, state.lab_id), directory)
 
 
 def _as_built(state: LabState, ns: str, cable: VethState) -> VethState:

@@ -41,6 +41,7 @@ SUBDIR = "frr"
 BARE = "bare.conf"  # what each daemon reads itself: nothing
 START_TIMEOUT_S = 15.0  # every daemon's pid file and zebra's socket; seconds, not minutes, even on 2 busy cores
 STOP_WAIT_S = 3.0
+RECONVERGE_S = 30.0  # a session over a cable back up: FRR retries every 5 s (the rendered connect-retry)
 
 
 def frr_missing() -> str | None:
@@ -249,7 +250,9 @@ def unconverged(plan: Plan, switch: Switch, bgp_json: str, route_json: str) -> l
         routes = {r.prefix: r for r in parse_frr_route_json(route_json) if r.selected}
     except ParseError:
         return [f"{switch.name}: routes not readable yet"]
-    return [f"{switch.name}: routes to {leaf} {short}" for leaf, short in _narrow(plan, switch, routes).items()]
+    own = [f"{switch.name}: no route to its host {r.address}" for r in host_routes(plan, switch)
+           if _width(routes.get(f"{r.address}/32")) == 0]
+    return own + [f"{switch.name}: routes to {leaf} {short}" for leaf, short in _narrow(plan, switch, routes).items()]
 
 
 def _key(plan: Plan, switch: Switch, session: Session) -> str:
@@ -301,6 +304,29 @@ def converged_pending(plan: Plan, switches: dict[str, str], lab_dir: Path, pool:
         if not pending:
             del switches[ns]
     return sorted(p for pending in found.values() for p in pending)
+
+
+def wait_converged(plan: Plan, switches: Mapping[str, str], lab_dir: Path, timeout_s: float = RECONVERGE_S) -> None:
+    """Poll the switches (namespace -> switch name) until each is converged; LabError naming what
+    is not once `timeout_s` passes."""
+    pending = dict(switches)
+    deadline = time.monotonic() + timeout_s
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        left = converged_pending(plan, pending, lab_dir, pool)
+        while left and time.monotonic() < deadline:
+            time.sleep(0.25)
+            left = converged_pending(plan, pending, lab_dir, pool)
+    if left:
+        raise LabError(f"BGP has not converged again after {timeout_s:g} s: {'; '.join(left[:3])}"
+                       f"{f' and {len(left) - 3} more' if len(left) > 3 else ''}")
+
+
+def frr_switches(lab_dir: Path, lab_id: str) -> dict[str, str]:
+    """The lab's switches that run FRR: namespace -> switch name (from the folders `lab up` made)."""
+    root = lab_dir / SUBDIR
+    prefix = f"gn{lab_id}-"
+    return {d.name: d.name.removeprefix(prefix) for d in sorted(root.iterdir())
+            if d.is_dir() and d.name.startswith(prefix)} if root.is_dir() else {}
 
 
 def _vtysh(lab_dir: Path, ns: str, command: str) -> str:

@@ -71,6 +71,7 @@ class Fault(Frozen):
     other: Cable | None = None
 
 
+LAB_PLAN = "plan.json"  # in the lab's directory: the plan in lab addresses (`doctor --plan` inside a lab server)
 Routing = Literal["frr", "static"]  # eBGP planes: FRR from each switch's frr.conf, or static ECMP routes
 
 
