@@ -56,7 +56,7 @@ def test_real_switches_are_reached_over_ssh_at_their_management_address(spec: Pa
     assert set(runs) == {s.name for s in plan.switches if s.management}
     runs[leaf.name](["vtysh", "-c", "show bgp summary json"], 30)
     assert seen[-1][-2:] == [leaf.management.split("/")[0], "vtysh -c 'show bgp summary json'"]
-    assert ["-l", "admin"] == seen[-1][seen[-1].index("-l"):seen[-1].index("-l") + 2] and "/k" in seen[-1]
+    assert seen[-1][seen[-1].index("-l"):seen[-1].index("-l") + 2] == ["-l", "admin"] and "/k" in seen[-1]
 
 
 def test_a_switch_that_cannot_be_read_is_exit_3_with_why(spec: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -27,7 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gpunet.errors import LabError, LabUsageError, ParseError
-from gpunet.lab.netns import kill_pids
+from gpunet.lab.netns import NETNS_DIR, kill_pids
 from gpunet.lab.state import Routing
 from gpunet.model.plan import Plan, Switch
 from gpunet.model.switching import Session, ecmp_next_hops, host_routes, plane_of, sessions
@@ -197,7 +197,7 @@ def stop_frr(lab_dir: Path, namespaces: set[str]) -> None:
 def _own_daemons(root: Path, namespaces: set[str]) -> Iterable[int]:
     if not root.is_dir():
         return
-    inodes = {(Path("/run/netns") / ns).stat().st_ino for ns in namespaces if (Path("/run/netns") / ns).exists()}
+    inodes = {(NETNS_DIR / ns).stat().st_ino for ns in namespaces if (NETNS_DIR / ns).exists()}
     for pid_file in root.glob("*/*.pid"):
         if pid_file.parent.name not in namespaces or pid_file.stem not in DAEMONS:
             continue
