@@ -4,6 +4,7 @@ and when a switch counts as converged, judged on FRR 8.4's own recorded outputs.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from gpunet.errors import LabUsageError
 from gpunet.lab import frr
 from gpunet.lab.frr import choose_routing, daemons_for, unconverged, vtysh_argv
+from gpunet.model.switching import sessions
 from gpunet.render.switch.frr import render_frr
 from tests.checks.frr_record import plan as recorded_plan
 
@@ -86,3 +88,30 @@ def test_unreadable_output_is_pending_not_converged() -> None:
     plan = recorded_plan()
     assert unconverged(plan, plan.switches_by_name["comp-leaf001"], "", "") == [
         "comp-leaf001: bgp summary not readable yet"]
+
+
+def test_pending_is_one_entry_per_switch_and_converged_switches_are_not_asked_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `lab up` names at its deadline: per switch not converged, the sessions that keep it."""
+    plan = recorded_plan()
+    down = json.loads(recorded("comp-spine001", "show_bgp_summary_json.txt"))
+    for peer in down["ipv4Unicast"]["peers"].values():
+        peer["state"] = "Connect"
+    files = {"show bgp summary json": {"comp-spine001": json.dumps(down),
+                                       "comp-spine002": recorded("comp-spine002", "show_bgp_summary_json.txt")},
+             "show ip route json": {s: recorded(s, "show_ip_route_json.txt") for s in ("comp-spine001",
+                                                                                       "comp-spine002")}}
+    asked: list[str] = []
+
+    def vtysh(lab_dir: Path, ns: str, command: str) -> str:
+        del lab_dir
+        asked.append(ns)
+        return files[command][ns.removeprefix("gnt-")]
+
+    monkeypatch.setattr(frr, "_vtysh", vtysh)
+    switches = {"gnt-comp-spine001": "comp-spine001", "gnt-comp-spine002": "comp-spine002"}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pending = frr.converged_pending(plan, switches, Path("/nowhere"), pool)
+    assert len(pending) == 1 and pending[0].startswith("comp-spine001: ") and pending[0].count("Connect") == len(
+        sessions(plan, plan.switches_by_name["comp-spine001"]))
+    assert switches == {"gnt-comp-spine001": "comp-spine001"}  # spine002 converged: not looked at again

@@ -290,8 +290,9 @@ def _width(route: Route | None) -> int:
 
 
 def converged_pending(plan: Plan, switches: dict[str, str], lab_dir: Path, pool: ThreadPoolExecutor) -> list[str]:
-    """One look at every switch (namespace -> switch name) still pending; those converged are
-    dropped from `switches` (a converged fabric stays so while nobody breaks it)."""
+    """One look at every switch (namespace -> switch name) still pending: one entry per switch not
+    converged, naming what keeps it; those converged are dropped from `switches` (a converged
+    fabric stays so while nobody breaks it)."""
     names = list(switches)
 
     def look(ns: str) -> list[str]:
@@ -303,7 +304,12 @@ def converged_pending(plan: Plan, switches: dict[str, str], lab_dir: Path, pool:
     for ns, pending in found.items():
         if not pending:
             del switches[ns]
-    return sorted(p for pending in found.values() for p in pending)
+    return [_one_line(switches[ns], pending) for ns, pending in sorted(found.items()) if pending]
+
+
+def _one_line(switch: str, pending: list[str]) -> str:
+    """One entry per switch (the condition counts switches): "leaf1: 198.18.5.1 (spine1) Active, ..."."""
+    return f"{switch}: {', '.join(p.removeprefix(f'{switch}: ') for p in pending)}"
 
 
 def wait_converged(plan: Plan, switches: Mapping[str, str], lab_dir: Path, timeout_s: float = RECONVERGE_S) -> None:
