@@ -9,14 +9,14 @@ import subprocess
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gpunet.errors import LabError, LabUsageError
 from gpunet.lab import congestion
 from gpunet.lab.addressing import LAB_RANGE
 from gpunet.lab.blueprint import Blueprint, Namespace, build_blueprint
-from gpunet.lab.frr import choose_routing, converged_pending, start_frr, stop_frr
+from gpunet.lab.frr import FrrStart, choose_routing, converged_pending, stop_frr
 from gpunet.lab.lldpd import TX_INTERVAL_S, lldpd_available, silent_ports, start_lldpd, wait_for_sockets
 from gpunet.lab.neighbours import LAB_LIMITS, raise_limits, restore_limits
 from gpunet.lab.netns import (
@@ -201,25 +201,24 @@ def _lldp_note() -> str:
 def _create(bp: Blueprint, run: CommandRunner, progress: Progress, deadline_s: float) -> Readiness:
     """Everything the blueprint names, then the wait until it is ready; how long each took."""
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=1) as background:
-        frr: list[Future[None]] = []
-        steps: list[tuple[str, Callable[[], None]]] = [
-            ("namespaces", lambda: ip_batch(run, (f"netns add {n.name}" for n in bp.namespaces))),
-            ("sysctls", lambda: _each(bp, lambda n: set_sysctls(run, n.name, n.sysctls))),
-            ("cables", lambda: ip_batch(run, (_veth_line(v.a_ns, v.a_if, v.b_ns, v.b_if) for v in bp.veths))),
-            ("addresses and routes", lambda: _each(bp, lambda n: ip_batch(run, n.commands, n.name))),
-            ("FRR", lambda: frr.append(background.submit(_frr, bp))),
-            ("proxy ARP", lambda: _proxy_arp_now(bp, run)),
-            ("shaping", lambda: _shape(bp, run)),
-            ("host route", lambda: _host_side(bp, run)),
-            ("names", lambda: _names(bp, run)),
-            ("sshd", lambda: _sshd(bp, run)),
-            ("lldpd", lambda: _lldpd(bp)),
-            ("FRR started", lambda: frr[0].result()),  # noqa: PLW0108 (frr is filled by the step before)
-        ]
-        for done, (name, step) in enumerate(steps):
-            progress(name, done, len(steps) + 1)
-            step()
+    frr = FrrStart(lab_dir(bp.lab_id), bp.frr_confs)
+    steps: list[tuple[str, Callable[[], None]]] = [
+        ("namespaces", lambda: ip_batch(run, (f"netns add {n.name}" for n in bp.namespaces))),
+        ("sysctls", lambda: _each(bp, lambda n: set_sysctls(run, n.name, n.sysctls))),
+        ("cables", lambda: ip_batch(run, (_veth_line(v.a_ns, v.a_if, v.b_ns, v.b_if) for v in bp.veths))),
+        ("addresses and routes", lambda: _each(bp, lambda n: ip_batch(run, n.commands, n.name))),
+        ("FRR", frr.begin),
+        ("proxy ARP", lambda: _proxy_arp_now(bp, run)),
+        ("shaping", lambda: _shape(bp, run)),
+        ("host route", lambda: _host_side(bp, run)),
+        ("names", lambda: _names(bp, run)),
+        ("sshd", lambda: _sshd(bp, run)),
+        ("lldpd", lambda: _lldpd(bp)),
+        ("FRR started", frr.join),
+    ]
+    for done, (name, step) in enumerate(steps):
+        progress(name, done, len(steps) + 1)
+        step()
     built_s = time.monotonic() - started
     progress("waiting until ready", len(steps), len(steps) + 1)
     conditions = _wait_ready(bp, run, deadline_s)
@@ -247,12 +246,6 @@ def _wait_ready(bp: Blueprint, run: CommandRunner, deadline_s: float) -> dict[Co
             raise LabNotReady(
                 f"lab {bp.lab_id} is built but {exc}. It is left as it is (status: building) to look at; "
                 f"`gpunet lab down --lab {bp.lab_id}` removes it, `lab up` again rebuilds it", exc.pending) from None
-
-
-def _frr(bp: Blueprint) -> None:
-    """FRR in every switch of an eBGP plane, started in the background of the rest of the build:
-    its daemons' start-up (YANG models, a second each on a busy host) overlaps sshd's and lldpd's."""
-    start_frr(lab_dir(bp.lab_id), bp.frr_confs)
 
 
 def _with_bgp(conditions: list[Condition], bp: Blueprint, pool: ThreadPoolExecutor) -> list[Condition]:
