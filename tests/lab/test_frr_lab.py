@@ -108,15 +108,17 @@ def test_a_healthy_lab_has_no_switch_finding(lab: LabState, plan: Plan) -> None:
     assert [f for f in report["findings"] if f["verdict"] != "pass"] == []
 
 
-def _streaming_uplink(plan: Plan, leaf: str, before: dict[str, int]) -> Link:
-    """The leaf's uplink that carried the most bytes since `before`: the one the stream hashes onto."""
+def _streaming_uplink(plan: Plan, leaf: str, before: dict[str, int]) -> tuple[Link, int]:
+    """The leaf's uplink that carried the most bytes since `before` (the one the stream hashes
+    onto), and those bytes."""
     after = tx_bytes(ns(leaf))
     cables = [c for c in plan.links if c.plane == PLANE and c.tier == "leaf_spine" and leaf in (c.a.device, c.b.device)]
 
     def sent(c: Link) -> int:
         port = f"swp{c.a.port if c.a.device == leaf else c.b.port}"
         return after.get(port, 0) - before.get(port, 0)
-    return max(cables, key=sent)
+    busiest = max(cables, key=sent)
+    return busiest, sent(busiest)
 
 
 def _longest_gap(report: dict) -> float:
@@ -142,7 +144,8 @@ def test_a_spine_link_down_is_reported_and_a_stream_across_it_keeps_running(lab:
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         before = tx_bytes(ns(leaf))
         time.sleep(2)
-        cable = _streaming_uplink(plan, leaf, before)
+        cable, carried = _streaming_uplink(plan, leaf, before)
+        assert carried > 1_000_000, "the stream crossed no uplink of its leaf"
         apply_fault(LAB, f"{cable.a.device}:{cable.a.port}", "down")
         out, err = stream.communicate(timeout=60)
     assert stream.returncode == 0, out[-500:] + err
