@@ -50,7 +50,7 @@ def test_vtysh_reaches_the_switchs_own_sockets_under_the_lab_directory() -> None
 def test_a_converged_spine_leaves_nothing_pending(switch: str) -> None:
     plan = recorded_plan()
     bgp, routes = recorded(switch, "show_bgp_summary_json.txt"), recorded(switch, "show_ip_route_json.txt")
-    assert unconverged(plan, plan.switches_by_name[switch], bgp, routes) == []
+    assert unconverged(plan, plan.switches_by_name[switch], bgp, lambda: routes) == []
 
 
 def test_a_leaf_without_its_own_host_routes_is_pending() -> None:
@@ -60,7 +60,7 @@ def test_a_leaf_without_its_own_host_routes_is_pending() -> None:
     plan = recorded_plan()
     leaf = plan.switches_by_name["comp-leaf001"]
     pending = unconverged(plan, leaf, recorded(leaf.name, "show_bgp_summary_json.txt"),
-                          recorded(leaf.name, "show_ip_route_json.txt"))
+                          lambda: recorded(leaf.name, "show_ip_route_json.txt"))
     assert pending and all(p.startswith("comp-leaf001: no route to its host 198.19.0.") for p in pending)
 
 
@@ -69,7 +69,7 @@ def test_a_session_not_established_is_pending_by_its_peer() -> None:
     data = json.loads(recorded("comp-leaf001", "show_bgp_summary_json.txt"))
     peer = next(iter(data["ipv4Unicast"]["peers"]))
     data["ipv4Unicast"]["peers"][peer]["state"] = "Active"
-    pending = unconverged(plan, plan.switches_by_name["comp-leaf001"], json.dumps(data), "{}")
+    pending = unconverged(plan, plan.switches_by_name["comp-leaf001"], json.dumps(data), lambda: "{}")
     assert len(pending) == 1 and peer in pending[0] and "Active" in pending[0]
 
 
@@ -79,14 +79,14 @@ def test_a_prefix_short_of_next_hops_is_pending_by_its_leaf() -> None:
     remote = plan.switches_by_name["comp-leaf002"]
     routes[f"{remote.loopback}/32"][0]["nexthops"] = routes[f"{remote.loopback}/32"][0]["nexthops"][:1]
     pending = unconverged(plan, plan.switches_by_name["comp-leaf001"],
-                          recorded("comp-leaf001", "show_bgp_summary_json.txt"), json.dumps(routes))
+                          recorded("comp-leaf001", "show_bgp_summary_json.txt"), lambda: json.dumps(routes))
     narrow = [p for p in pending if "routes to" in p]
     assert narrow == ["comp-leaf001: routes to comp-leaf002 1 of 5 prefixes under 4 next hops"]
 
 
 def test_unreadable_output_is_pending_not_converged() -> None:
     plan = recorded_plan()
-    assert unconverged(plan, plan.switches_by_name["comp-leaf001"], "", "") == [
+    assert unconverged(plan, plan.switches_by_name["comp-leaf001"], "", lambda: "") == [
         "comp-leaf001: bgp summary not readable yet"]
 
 

@@ -22,7 +22,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -120,8 +120,7 @@ def start_frr(lab_dir: Path, confs: Mapping[str, str]) -> None:
 
 
 def _load_configs(dirs: Mapping[str, Path]) -> None:
-    processes = {ns: subprocess.Popen(["ip", "netns", "exec", ns, *vtysh_argv(d.parent.parent, ns, "-f",
-                                                                              str(d / "frr.conf"))],
+    processes = {ns: subprocess.Popen(vtysh_argv(d.parent.parent, ns, "-f", str(d / "frr.conf")),
                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                       text=True)
                  for ns, d in dirs.items()}
@@ -252,10 +251,11 @@ def _zombie(pid: int) -> bool:
 
 # --- converged: every planned session Established, every leaf's routes over every planned hop ------
 
-def unconverged(plan: Plan, switch: Switch, bgp_json: str, route_json: str) -> list[str]:
+def unconverged(plan: Plan, switch: Switch, bgp_json: str, route_json: Callable[[], str]) -> list[str]:
     """What keeps one switch from being converged, as "switch: ..." (empty once it is): planned
-    sessions not Established, and other leaves' prefixes with fewer next hops than planned.
-    Unreadable output counts as not converged (looked at again)."""
+    sessions not Established, its own hosts' routes, and other leaves' prefixes with fewer next
+    hops than planned (`route_json` is read only once every session is up). Unreadable output
+    counts as not converged (looked at again)."""
     try:
         summary = parse_bgp_summary_json(bgp_json)
     except ParseError:
@@ -266,7 +266,7 @@ def unconverged(plan: Plan, switch: Switch, bgp_json: str, route_json: str) -> l
     if down:
         return down
     try:
-        routes = {r.prefix: r for r in parse_frr_route_json(route_json) if r.selected}
+        routes = {r.prefix: r for r in parse_frr_route_json(route_json()) if r.selected}
     except ParseError:
         return [f"{switch.name}: routes not readable yet"]
     own = [f"{switch.name}: no route to its host {r.address}" for r in host_routes(plan, switch)
@@ -315,9 +315,8 @@ def converged_pending(plan: Plan, switches: dict[str, str], lab_dir: Path, pool:
     names = list(switches)
 
     def look(ns: str) -> list[str]:
-        bgp = _vtysh(lab_dir, ns, "show bgp summary json")
-        route = _vtysh(lab_dir, ns, "show ip route json")
-        return unconverged(plan, plan.switches_by_name[switches[ns]], bgp, route)
+        return unconverged(plan, plan.switches_by_name[switches[ns]], _vtysh(lab_dir, ns, "show bgp summary json"),
+                           lambda: _vtysh(lab_dir, ns, "show ip route json"))
 
     found = dict(zip(names, pool.map(look, names), strict=True))
     for ns, pending in found.items():
@@ -355,6 +354,8 @@ def frr_switches(lab_dir: Path, lab_id: str) -> dict[str, str]:
 
 
 def _vtysh(lab_dir: Path, ns: str, command: str) -> str:
-    done = subprocess.run(["ip", "netns", "exec", ns, *vtysh_argv(lab_dir, ns, "-c", command)], capture_output=True,
-                          text=True, timeout=10, check=False)
+    """vtysh straight to the switch's sockets: the daemons answer for their own namespace, so no
+    `ip netns exec` (a mount namespace per call) while `lab up` polls dozens of switches."""
+    done = subprocess.run(vtysh_argv(lab_dir, ns, "-c", command), capture_output=True, text=True, timeout=10,
+                          check=False)
     return done.stdout
