@@ -134,9 +134,9 @@ def _load_configs(dirs: Mapping[str, Path]) -> None:
 
 
 class FrrStart:
-    """`start_frr` in the background of the rest of a lab's build: the daemons' start-up (their
-    YANG models: a tenth of a second of CPU each) overlaps sshd's and lldpd's. `join` returns once
-    it is done, or raises what it raised."""
+    """`start_frr` in the background of the rest of a lab's build: the daemons' start-up (each
+    `-d` parent waits until its daemon is up) overlaps sshd's and lldpd's. `join` returns once it is
+    done, or raises what it raised."""
 
     def __init__(self, lab_dir: Path, confs: Mapping[str, str]) -> None:
         self.lab_dir, self.confs = lab_dir, confs
