@@ -129,7 +129,7 @@ def _up(
     slot = free_slot(lab_id)
     chosen, routing_note = choose_routing(routing)
     blueprint = build_blueprint(sliced, lab_id, slot, scale, chosen)
-    blueprint.notes.append(routing_note)
+    blueprint.notes.append(routing_note if blueprint.frr_confs or chosen == "static" else NO_BGP_NOTE)
     _refuse_foreign(blueprint, run)
     _forget_stale_names(lab_id)
     state = _state(blueprint, slot, digest, scale, "building")
@@ -177,6 +177,9 @@ def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> 
         routing=bp.routing,
     )
 
+
+NO_BGP_NOTE = ("routing: FRR is installed but no switch runs it: no plane of this plan is routed with eBGP "
+               "(InfiniBand planes keep static routes, single-switch planes are bridges)")
 
 COUNTERS_NOTE = ("loss faults are nftables drops: they move no interface error counter, so `gpunet localize --lab` "
                  "finds them by probing every equal-cost path; port-counter localization runs on `gpunet ibsim`")
