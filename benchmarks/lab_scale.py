@@ -1,4 +1,5 @@
-"""How long `gpunet lab up` and `lab down` take for labs of 8, 32 and 64 servers.
+"""How long `gpunet lab up` and `lab down` take for labs of 8, 32 and 64 servers, routed by FRR
+and by static routes.
 
 For each size the script designs a plan shaped like tests/fixtures/lab/small.yaml, scaled up:
 a 10G management plane of 16-port switches (one switch or spine-leaf, as the design picks) and
@@ -6,23 +7,31 @@ a 100G RoCE spine-leaf compute plane (8-port switches up to 32 servers, 16-port 
 are several leaves and at least two spines). All subnets are inside 198.18.0.0/15. Then, per
 run, it times:
 
-* up:   ``lab_up(plan, lab_id, max_nodes=servers)`` (nothing is sliced away)
+* up:   ``lab_up(plan, lab_id, max_nodes=servers, routing=...)`` (nothing is sliced away); with FRR
+        it returns once every planned BGP session is Established and every leaf has the planned
+        ECMP width, so this is the up-and-converged time
 * down: ``lab_down(lab_id)``
 
-with lab ids ``bs8``, ``bs32``, ``bs64`` (namespaces ``gnbs<size>-<device>``). It reports the
+for each routing asked (``--routing frr,static``, both by default where FRR is installed), with lab
+ids ``bs8``, ``bs32``, ``bs64`` for static routes and ``bf8``, ``bf32``, ``bf64`` for FRR
+(namespaces ``gnbs<size>-<device>``, ``gnbf<size>-<device>``). With FRR it also reports when BGP
+had converged (seconds from the start of the build) and the memory of each router: the resident
+set (VmRSS) of its FRR daemons (zebra, bgpd, staticd), read from the pid files `lab up` wrote,
+median and largest. It reports the
 median up and down seconds over the runs (default 3), the namespaces and veth cables the lab
 holds (from the returned LabState), seconds per server, where the time of `up` goes (each
 build step, timed through lab_up's progress callback) and of `down` (each command it runs),
 and how the per-server up time of the largest size compares with the smallest.
 
 Every lab is taken down in a ``finally`` block (also on Ctrl-C, SIGTERM or an error), and at
-the end the script checks that ``ip netns list`` shows no namespace starting with ``gnbs``.
+the end the script checks that ``ip netns list`` shows no namespace starting with ``gnbs`` or ``gnbf``.
 It needs root (network namespaces); without it, it exits with status 2.
 
 Usage::
 
     sudo python benchmarks/lab_scale.py
     sudo python benchmarks/lab_scale.py --sizes 8,32 --runs 1 --json
+    sudo python benchmarks/lab_scale.py --routing frr --sizes 64
 """
 
 from __future__ import annotations
@@ -39,11 +48,14 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from gpunet.design import design
 from gpunet.lab.build import lab_down, lab_up
+from gpunet.lab.frr import SUBDIR, frr_missing
+from gpunet.lab.state import LabState, lab_dir
 from gpunet.model.plan import Plan
 from gpunet.model.spec import Spec
 from gpunet.runner import run_local
@@ -51,8 +63,8 @@ from gpunet.spec.checks import spec_problems
 
 DEFAULT_SIZES = (8, 32, 64)
 DEFAULT_RUNS = 3
-LAB_PREFIX = "bs"  # lab ids bs8, bs32, ...; namespaces gnbs8-...
-NS_PREFIX = f"gn{LAB_PREFIX}"
+LAB_PREFIXES = {"static": "bs", "frr": "bf"}  # lab ids bs8, bf32, ...; namespaces gnbs8-..., gnbf32-...
+NS_PREFIXES = tuple(f"gn{p}" for p in LAB_PREFIXES.values())
 MGMT_RADIX = 16
 PLURAL = {"leaf": "leaves"}
 BEFORE_STEPS = "prepare"  # slice, blueprint and state file, before the first progress call
@@ -177,6 +189,7 @@ class Result:
     servers: int
     lab_id: str
     fabric: str
+    routing: str = "static"
     runs: int = 0
     namespaces: int = 0
     veths: int = 0
@@ -187,6 +200,10 @@ class Result:
     up_steps_s: dict[str, float] = field(default_factory=dict)  # medians over the runs
     down_commands_s: dict[str, float] = field(default_factory=dict)  # medians; "(python)" = the rest
     down_commands_n: dict[str, int] = field(default_factory=dict)
+    converged_s: float | None = None  # FRR: BGP converged, seconds from the start of the build (median)
+    routers: int = 0  # switches running FRR
+    rss_mib_median: float | None = None  # one router's FRR daemons, resident
+    rss_mib_max: float | None = None
     samples: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -219,22 +236,44 @@ def teardown(lab_id: str, timer: CommandTimer | None = None) -> float:
         return time.perf_counter() - start
 
 
-def one_run(plan: Plan, lab_id: str, servers: int) -> tuple[dict[str, Any], int, int]:
+def router_rss_mib(lab_id: str) -> list[float]:
+    """Per router running FRR: the resident memory of its daemons together (VmRSS, MiB)."""
+    found = []
+    for folder in sorted((lab_dir(lab_id) / SUBDIR).glob(f"gn{lab_id}-*")):
+        kib = 0
+        for pid_file in folder.glob("*.pid"):
+            status = Path(f"/proc/{pid_file.read_text().strip()}/status")
+            kib += next((int(line.split()[1]) for line in status.read_text().splitlines()
+                         if line.startswith("VmRSS:")), 0) if status.exists() else 0
+        found.append(kib / 1024)
+    return found
+
+
+def converged_after(state: LabState) -> float | None:
+    """Seconds from the start of the build until BGP had converged (None: no FRR in this lab)."""
+    readiness = state.readiness
+    if readiness is None or "bgp" not in readiness.conditions:
+        return None
+    return readiness.built_s + readiness.conditions["bgp"].ready_s
+
+
+def one_run(plan: Plan, lab_id: str, servers: int, routing: str) -> tuple[dict[str, Any], int, int]:
     """Time one lab_up and one lab_down; the lab is taken down whatever happens."""
     steps, down_timer = StepTimer(), CommandTimer()
     up_s = down_s = 0.0
     try:
         start = time.perf_counter()
         steps.start = start
-        state = lab_up(plan, lab_id, max_nodes=servers, progress=steps)
+        state = lab_up(plan, lab_id, max_nodes=servers, progress=steps, routing="frr" if routing == "frr" else "static")
         up_s = time.perf_counter() - start
         steps("", 0, 0)  # close the last interval: after progress("up"), lab_up writes the state file
+        rss = router_rss_mib(lab_id)
     finally:
         down_s = teardown(lab_id, down_timer)
     commands = dict(down_timer.seconds)
     commands["(python)"] = max(0.0, down_s - sum(commands.values()))
     sample = {"up_s": up_s, "down_s": down_s, "up_steps_s": steps.seconds, "down_commands_s": commands,
-              "down_commands_n": dict(down_timer.counts)}
+              "down_commands_n": dict(down_timer.counts), "converged_s": converged_after(state), "rss_mib": rss}
     return sample, len(state.namespaces), len(state.veths)
 
 
@@ -243,13 +282,13 @@ def median_by_key(dicts: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(d.get(k, 0.0) for d in dicts) for k in keys}
 
 
-def measure(servers: int, runs: int, quiet: bool) -> Result:
+def measure(servers: int, runs: int, quiet: bool, routing: str = "static") -> Result:
     plan = build_plan(servers)
-    lab_id = f"{LAB_PREFIX}{servers}"
-    result = Result(servers=servers, lab_id=lab_id, fabric=fabric_summary(plan))
+    lab_id = f"{LAB_PREFIXES[routing]}{servers}"
+    result = Result(servers=servers, lab_id=lab_id, fabric=fabric_summary(plan), routing=routing)
     teardown(lab_id)  # a lab left by an earlier, killed run would make lab_up return at once
     for run in range(runs):
-        sample, result.namespaces, result.veths = one_run(plan, lab_id, servers)
+        sample, result.namespaces, result.veths = one_run(plan, lab_id, servers, routing)
         result.samples.append(sample)
         if not quiet:
             print(f"  {lab_id} run {run + 1}/{runs}: up {sample['up_s']:.2f} s, down {sample['down_s']:.2f} s",
@@ -262,18 +301,24 @@ def measure(servers: int, runs: int, quiet: bool) -> Result:
     result.up_steps_s = median_by_key([s["up_steps_s"] for s in result.samples])
     result.down_commands_s = median_by_key([s["down_commands_s"] for s in result.samples])
     result.down_commands_n = result.samples[-1]["down_commands_n"]
+    converged = [s["converged_s"] for s in result.samples if s["converged_s"] is not None]
+    result.converged_s = statistics.median(converged) if converged else None
+    rss = [mib for s in result.samples for mib in s["rss_mib"]]
+    result.routers = len(result.samples[-1]["rss_mib"])
+    result.rss_mib_median = statistics.median(rss) if rss else None
+    result.rss_mib_max = max(rss) if rss else None
     return result
 
 
 def leftover_namespaces() -> list[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True).stdout
-    return [line.split()[0] for line in out.splitlines() if line.strip() and line.startswith(NS_PREFIX)]
+    return [line.split()[0] for line in out.splitlines() if line.strip() and line.startswith(NS_PREFIXES)]
 
 
 # --- reporting ----------------------------------------------------------------------------------
 
 def summary_of(results: list[Result]) -> dict[str, Any]:
-    ordered = sorted(results, key=lambda r: r.servers)
+    ordered = sorted((r for r in results if r.routing == results[0].routing), key=lambda r: r.servers)
     ratio = ordered[-1].up_s_per_server / ordered[0].up_s_per_server if ordered else None
     return {"up_per_server_ratio": ratio, "ratio_sizes": [ordered[0].servers, ordered[-1].servers] if ordered else []}
 
@@ -285,13 +330,19 @@ def share_line(parts: dict[str, float], total: float, top: int = 4) -> str:
 
 def print_table(results: list[Result], summary: dict[str, Any]) -> None:
     for r in results:
-        print(f"{r.servers} servers (lab {r.lab_id}): {r.fabric}; {r.runs} run(s)")
+        print(f"{r.servers} servers (lab {r.lab_id}, {r.routing}): {r.fabric}; {r.runs} run(s)")
     print()
-    head = ("servers", "namespaces", "veths", "up s", "down s", "up s/server", "down s/server")
-    print("{:>7} {:>10} {:>6} {:>7} {:>7} {:>12} {:>14}".format(*head))
+    head = ("servers", "routing", "namespaces", "veths", "up s", "bgp s", "down s", "up s/server", "routers",
+            "MiB/router", "max")
+    print("{:>7} {:>7} {:>10} {:>6} {:>7} {:>6} {:>7} {:>12} {:>7} {:>10} {:>6}".format(*head))
     for r in results:
-        print(f"{r.servers:>7} {r.namespaces:>10} {r.veths:>6} {r.up_s:>7.2f} {r.down_s:>7.2f} "
-              f"{r.up_s_per_server:>12.3f} {r.down_s_per_server:>14.3f}")
+        bgp = f"{r.converged_s:.2f}" if r.converged_s is not None else "-"
+        rss = f"{r.rss_mib_median:.1f}" if r.rss_mib_median is not None else "-"
+        top = f"{r.rss_mib_max:.1f}" if r.rss_mib_max is not None else "-"
+        print(f"{r.servers:>7} {r.routing:>7} {r.namespaces:>10} {r.veths:>6} {r.up_s:>7.2f} {bgp:>6} "
+              f"{r.down_s:>7.2f} {r.up_s_per_server:>12.3f} {r.routers:>7} {rss:>10} {top:>6}")
+    print("(up s: lab up until ready, BGP converged included with FRR; bgp s: when BGP had converged, from the "
+          "start of the build; MiB/router: zebra + bgpd + staticd resident, median over routers and runs)")
     print()
     print("where the time goes (medians):")
     for r in results:
@@ -318,13 +369,28 @@ def raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def run_all(sizes: list[int], runs: int, quiet: bool) -> list[Result]:
+def run_all(sizes: list[int], runs: int, quiet: bool, routings: list[str]) -> list[Result]:
     results = []
     for servers in sizes:
-        if not quiet:
-            print(f"measuring {servers} servers ...", file=sys.stderr, flush=True)
-        results.append(measure(servers, runs, quiet))
+        for routing in routings:
+            if not quiet:
+                print(f"measuring {servers} servers, {routing} ...", file=sys.stderr, flush=True)
+            results.append(measure(servers, runs, quiet, routing))
     return results
+
+
+def chosen_routings(parser: argparse.ArgumentParser, asked: list[str] | None) -> list[str]:
+    routings = asked or (["frr", "static"] if frr_missing() is None else ["static"])
+    if "frr" in routings and frr_missing() is not None:
+        parser.error(f"--routing frr: {frr_missing()}")
+    return routings
+
+
+def parse_routings(text: str) -> list[str]:
+    chosen = list(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    if not chosen or set(chosen) - set(LAB_PREFIXES):
+        raise argparse.ArgumentTypeError(f"routing: frr, static or both (frr,static), got {text!r}")
+    return chosen
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -333,7 +399,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="comma-separated server counts (default: 8,32,64)")
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="runs per size (default: 3)")
     parser.add_argument("--json", action="store_true", help="print the numbers as JSON instead of a table")
+    parser.add_argument("--routing", type=parse_routings, default=None,
+                        help="frr, static or frr,static (default: both where FRR is installed, else static)")
     args = parser.parse_args(argv)
+    routings = chosen_routings(parser, args.routing)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     if os.geteuid() != 0:
@@ -345,14 +414,15 @@ def main(argv: list[str] | None = None) -> int:
     results: list[Result] = []
     interrupted = False
     try:
-        results = run_all(args.sizes, args.runs, args.json)
+        results = run_all(args.sizes, args.runs, args.json, routings)
     except KeyboardInterrupt:
         interrupted = True
         print("interrupted: labs taken down", file=sys.stderr)
     finally:
         with no_interrupts():
             for servers in args.sizes:  # belt and braces: nothing of ours stays up
-                lab_down(f"{LAB_PREFIX}{servers}")
+                for routing in routings:
+                    lab_down(f"{LAB_PREFIXES[routing]}{servers}")
     left = leftover_namespaces()
     summary = summary_of(results) if results else {}
     if args.json:
@@ -360,8 +430,8 @@ def main(argv: list[str] | None = None) -> int:
                           "leftover_namespaces": left, "interrupted": interrupted}, indent=2))
     elif results:
         print_table(results, summary)
-    check = (f"`ip netns list`: {len(left)} {NS_PREFIX}* namespace(s) LEFT BEHIND: {', '.join(left)}" if left
-             else f"`ip netns list`: no namespace starting with {NS_PREFIX!r} is left")
+    check = (f"`ip netns list`: {len(left)} namespace(s) LEFT BEHIND: {', '.join(left)}" if left
+             else f"`ip netns list`: no namespace starting with {' or '.join(NS_PREFIXES)} is left")
     print(check, file=sys.stderr if args.json else sys.stdout)
     return 1 if left or interrupted else 0
 

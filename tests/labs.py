@@ -24,7 +24,7 @@ import pytest
 
 from gpunet.lab.build import lab_down, lab_up
 from gpunet.lab.faults import heal
-from gpunet.lab.state import LabState, labs_root, read_state
+from gpunet.lab.state import LabState, Routing, labs_root, read_state
 from gpunet.model.plan import Plan
 
 RESERVATIONS = ".test-ids"
@@ -96,11 +96,13 @@ def _release_all() -> None:
 
 @dataclass(frozen=True)
 class Shape:
-    """What a shared lab is built from: a plan, how many servers of it, the shaping scale."""
+    """What a shared lab is built from: a plan, how many servers of it, the shaping scale, and its
+    routing (None: FRR where it is installed, as `lab up`; "static" for a faster build)."""
 
     plan: Callable[[], Plan]
     max_nodes: int = 16
     scale: float = 1.0
+    routing: Routing | None = None
 
 
 _shape_ids: dict[str, str] = {}
@@ -125,7 +127,7 @@ class SharedLabs:
         if shape not in self.up:
             wanted = self.shapes[shape]
             self.up[shape] = lab_up(wanted.plan(), shared_lab_id(shape), max_nodes=wanted.max_nodes,
-                                    scale=wanted.scale)
+                                    scale=wanted.scale, routing=wanted.routing)
         return self.up[shape]
 
     def heal_all(self) -> None:

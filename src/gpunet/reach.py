@@ -204,6 +204,26 @@ class Reach:
             raise UsageError("only a lab's switches can be reached yet: give --lab")
         return device_runners(_lab_state(self.lab or ""))
 
+    def switches(self, plan: Plan) -> dict[str, DeviceRun]:
+        """The Plan's switches this reach can run a command on, by name: a lab's, each in its
+        namespace; real ones over SSH at their management address (a switch without one is left out)."""
+        if self.kind == "lab":
+            devices = self.devices()
+            return {s.name: devices[s.name] for s in plan.switches if s.name in devices}
+        if self.kind != "ssh":
+            raise UsageError("name the switches' plan (--plan) or a lab (--lab) to reach them")
+        return {s.name: self._ssh_device(s.management.split("/")[0]) for s in plan.switches if s.management}
+
+    def _ssh_device(self, address: str) -> DeviceRun:
+        options = ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout:g}"]
+        options += ["-l", self.user] if self.user else []
+        options += ["-i", str(self.key)] if self.key else []
+
+        def run(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+            return run_local(["ssh", *options, "--", address, shlex.join(argv)], check=False, timeout=timeout)
+
+        return run
+
     def hop_addresses(self) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
         """Where the switches' addresses sit: address -> (switch, port), and address -> switch."""
         plan = self.require_plan()

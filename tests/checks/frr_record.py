@@ -2,7 +2,9 @@
 
 A two-leaf, two-spine routed plane is designed from a small spec (every address in the RFC 2544
 lab range 198.18.0.0/15), each switch's frr.conf rendered by gpunet, and each switch run as
-Debian's FRR (zebra, staticd, bgpd) in a network namespace of its own (`gnfr-<switch>`), its
+Debian's FRR (zebra, staticd, bgpd) in a network namespace of its own (`gnfr-<switch>`), the
+frr.conf handed to them through `vtysh -f` (the recordings in tests/fixtures were made while each
+daemon read the file itself, which left staticd without the leaves' host routes), its
 cables veth pairs named as the render names ports (swpN). Once every session is Established and
 routes are installed, it writes what the switch checks read, per switch: `show bgp summary json`,
 `show ip route json`, `ip -j link show`, and `lldpcli -f json show neighbors` from lldpd reading
@@ -73,13 +75,15 @@ def build(fabric: Plan, work: Path) -> dict[str, Path]:
         d = work / s.name
         d.mkdir()
         (d / "frr.conf").write_text(render_frr(fabric, s))
+        (d / "bare.conf").write_text("")
         shutil.chown(d, "frr", "frr")
         d.chmod(0o755)
-        for daemon in DAEMONS:
-            args = [str(FRR / daemon), "-d", "-f", str(d / "frr.conf"), "-i", str(d / f"{daemon}.pid"),
+        for daemon in DAEMONS:  # started bare; the integrated file goes through vtysh, as the lab does
+            args = [str(FRR / daemon), "-d", "-f", str(d / "bare.conf"), "-i", str(d / f"{daemon}.pid"),
                     "--vty_socket", str(d), "-z", str(d / "zserv.api")]
             sh("ip", "netns", "exec", f"gnfr-{s.name}", *args)
             time.sleep(0.3)
+        sh("vtysh", "--vty_socket", str(d), "-f", str(d / "frr.conf"))
         dirs[s.name] = d
         _start_lldpd(fabric, s.name)
     return dirs

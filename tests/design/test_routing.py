@@ -4,13 +4,17 @@ cannot hold the fabric."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from gpunet.cli.main import app
 from gpunet.design import design
 from gpunet.errors import DesignError, SpecError
 from gpunet.model.plan import Plan
@@ -195,3 +199,22 @@ def test_routing_keys_are_checked_where_they_are_written() -> None:
         with pytest.raises(SpecError) as caught:
             parse_spec(text)
         assert caught.value.problems[0].path[-1] == key, caught.value
+
+
+@pytest.mark.parametrize(("routing", "key", "says"), [
+    ("{loopbacks: 10.1.0.0/30}", "loopbacks", "holds"),  # too small for the plane's switches
+    ("{loopbacks: 198.18.4.0/28}", "loopbacks", "overlaps"),  # inside the plane's own subnet
+    ("{asn_base: 65533}", "asn_base", "allowas-in"),  # two ASNs for more leaves and the spines
+])
+def test_a_routing_pool_that_cannot_work_is_exit_2_located_at_its_key(tmp_path: Path, routing: str, key: str,
+                                                                     says: str) -> None:
+    """Through the command line: bad input (exit 2) naming where in the spec, as every spec error."""
+    text = example_text("small-ethernet").replace(
+        "    speed: 25G\n    fabric:\n      style: spine-leaf",
+        f"    speed: 25G\n    routing: {routing}\n    fabric:\n      style: spine-leaf")
+    (tmp_path / "cluster.yaml").write_text(text)
+    done = CliRunner().invoke(app, ["plan", str(tmp_path / "cluster.yaml"), "-o", str(tmp_path / "out"), "--json"])
+    assert done.exit_code == 2, done.output
+    problems = json.loads(done.stdout)["problems"]
+    located = [p for p in problems if p.get("path", [])[-1:] == [key]]
+    assert any(says in p["message"] + p.get("hint", "") for p in located), problems

@@ -12,6 +12,7 @@ from gpunet.lab.addressing import LAB_RANGE, LabError, lab_block
 from gpunet.lab.blueprint import build_blueprint
 from gpunet.lab.faults import parse_rate
 from gpunet.lab.slice import slice_plan
+from gpunet.render.switch.frr import render_frr
 from gpunet.render.sysctl import render_sysctl_net
 from gpunet.spec.examples import example_text
 from gpunet.spec.loader import parse_spec
@@ -55,7 +56,7 @@ def test_routed_switches_get_a_route_per_endpoint_with_ecmp_across_spines() -> N
     leaf = next(n for n in bp.namespaces if n.device == "comp-leaf001")
     routes = [c for c in leaf.commands if c.startswith("route add")]
     # 4 local servers via their port, 4 remote ones over 4 uplinks (2 to each spine).
-    assert sum(" dev p" in r and "nexthop" not in r and "via" not in r for r in routes) == 4
+    assert sum(" dev swp" in r and "nexthop" not in r and "via" not in r for r in routes) == 4
     remote = [r for r in routes if "nexthop" in r]
     assert len(remote) == 4 and all(r.count("nexthop via") == 4 for r in remote)
     assert leaf.sysctls["net.ipv4.fib_multipath_hash_policy"] == "3"  # the 5-tuple, hashed by the switch
@@ -69,18 +70,40 @@ def test_each_switch_hashes_with_its_own_seed_and_interleaves_spines() -> None:
     assert len(set(seeds)) == len(routers) and "0" not in seeds
     leaf = next(n for n in routers if n.device == "comp-leaf001")
     remote = next(c for c in leaf.commands if "nexthop" in c)
-    ports = [int(word[1:]) for word in remote.split() if word.startswith("p") and word[1:].isdigit()]
+    ports = [int(word[3:]) for word in remote.split() if word.startswith("swp") and word[3:].isdigit()]
     spine_of = {v.a_if if v.a_ns == leaf.name else v.b_if: v.b_end.split(":")[0] if v.a_ns == leaf.name
                 else v.a_end.split(":")[0] for v in bp.veths if leaf.name in (v.a_ns, v.b_ns)}
-    order = [spine_of[f"p{p}"] for p in ports]
+    order = [spine_of[f"swp{p}"] for p in ports]
     assert order[0] != order[1] and order[2] != order[3], order  # spine1, spine2, spine1, spine2
+
+
+def test_frr_switches_run_the_frr_conf_rendered_from_the_lab_plan_and_no_static_host_routes() -> None:
+    """The same renderer output a real switch gets, for the plan the lab runs: lab loopbacks and
+    /31s, the Plan's ASNs; the leaves' server routes come from frr.conf, not from `ip route`."""
+    plan = small_plan()
+    bp = build_blueprint(plan, "t", slot=0, routing="frr")
+    routed = {n.name for n in bp.namespaces if n.kind == "router"}
+    assert set(bp.frr_confs) == routed and len(routed) == 4
+    lab_leaf = bp.lab_plan.switches_by_name["comp-leaf001"]
+    assert lab_leaf.asn == plan.switches_by_name["comp-leaf001"].asn
+    assert lab_leaf.loopback is not None and ip_interface(lab_leaf.loopback).ip in bp.block
+    assert all(ip_network(c.p2p).subnet_of(bp.block) for c in bp.lab_plan.links if c.p2p)  # type: ignore[arg-type]
+    assert bp.frr_confs["gnt-comp-leaf001"] == render_frr(bp.lab_plan, lab_leaf)
+    leaf = next(n for n in bp.namespaces if n.device == "comp-leaf001")
+    assert not [c for c in leaf.commands if c.startswith("route add")]
+    assert f"addr add {lab_leaf.loopback}/32 dev lo" in leaf.commands
+    assert "link set dev swp5 mtu 9216 gso_max_segs 1 up" in leaf.commands
+
+
+def test_static_routing_runs_no_frr() -> None:
+    assert build_blueprint(small_plan(), "t", slot=0, routing="static").frr_confs == {}
 
 
 def test_single_switch_planes_are_bridges_and_the_host_plugs_into_management() -> None:
     bp = build_blueprint(small_plan(), "t", slot=0)
     mgmt = next(n for n in bp.namespaces if n.device == "mgmt-leaf001")
     assert mgmt.kind == "bridge"
-    assert "link set dev host mtu 1500 gso_max_segs 1 master br0 up" in mgmt.commands
+    assert "link set dev host mtu 9216 gso_max_segs 1 master br0 up" in mgmt.commands  # a switch port's MTU
     assert str(bp.host_address) == "198.18.0.1/24"  # the plan's gateway, never given to a node
 
 

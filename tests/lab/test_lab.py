@@ -97,13 +97,13 @@ def test_nothing_outside_the_lab_is_reachable_from_the_host(lab: LabState) -> No
 def egress_path(lab: LabState, src: str, dst: str) -> list[str]:
     """The cables an ICMP packet src -> dst takes, asked of each switch's FIB (`ip route get`
     with the same L4 hash inputs): ['comp-leaf001:5', ...] as switch:port ends."""
-    path, here, iif = [], "comp-leaf" + ("001" if int(src[3:]) <= 4 else "002"), f"p{(int(src[3:]) - 1) % 4 + 1}"
+    path, here, iif = [], "comp-leaf" + ("001" if int(src[3:]) <= 4 else "002"), f"swp{(int(src[3:]) - 1) % 4 + 1}"
     src_ip, dst_ip = lab_address(lab, src, "ens1"), lab_address(lab, dst, "ens1")
     for _ in range(4):
         got = subprocess.run(["ip", "-n", f"gn{LAB}-{here}", "-j", "route", "get", dst_ip, "from", src_ip,
                               "iif", iif, "ipproto", "icmp"], capture_output=True, text=True, check=True)
         dev = __import__("json").loads(got.stdout)[0]["dev"]
-        path.append(f"{here}:{dev.removeprefix('p')}")
+        path.append(f"{here}:{dev.removeprefix('swp')}")
         peer = next((v for v in lab.veths if v.a_ns == f"gn{LAB}-{here}" and v.a_if == dev), None)
         if peer is None or not peer.b_ns.split("-", 1)[1].startswith("comp-"):
             return path

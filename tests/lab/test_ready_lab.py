@@ -63,7 +63,8 @@ def doctor_fails(server: str) -> tuple[float, list[str]]:
 
 def check_readiness(state: LabState) -> None:
     assert state.readiness is not None
-    expected = {"addresses", "sshd", "routes"} | ({"lldp"} if lldpd_available() else set())
+    expected = {"addresses", "sshd", "routes"} | ({"lldp"} if lldpd_available() else set()) | (
+        {"bgp"} if state.routing == "frr" else set())
     assert set(state.readiness.conditions) == expected
     assert all(t.checked > 0 and t.ready_s <= state.readiness.ready_s for t in state.readiness.conditions.values())
 

@@ -13,26 +13,28 @@ from gpunet.lab.ibsim import RoutingUsed
 from gpunet.lab.ibsim_state import IbFault, IbsimState, read_sim
 from gpunet.lab.ready import DEFAULT_DEADLINE_S, Readiness
 from gpunet.lab.sshconfig import SSH_CONFIG, lab_ssh_config
-from gpunet.lab.state import Fault, LabState, lab_dir
+from gpunet.lab.state import Fault, LabState, Routing, lab_dir
 from gpunet.spec.plan import plan_of
 
-__all__ = ["DEFAULT_DEADLINE_S", "Fault", "IbsimState", "LabState", "Readiness", "RoutingUsed", "exec_argv", "fault",
-           "heal", "ibsim_down", "ibsim_fault", "ibsim_heal", "ibsim_status", "ibsim_tool", "ibsim_up", "lab_down",
-           "lab_up", "routing_used", "ssh_config", "status"]
+__all__ = ["DEFAULT_DEADLINE_S", "Fault", "IbsimState", "LabState", "Readiness", "Routing", "RoutingUsed", "exec_argv",
+           "fault", "heal", "ibsim_down", "ibsim_fault", "ibsim_heal", "ibsim_status", "ibsim_tool", "ibsim_up",
+           "lab_down", "lab_up", "routing_used", "ssh_config", "status"]
 
 Progress = Callable[[str, int, int], None]
 
 
 def lab_up(source: Path | None, lab: str, *, max_nodes: int, scale: float, progress: Progress | None = None,
-           ready_timeout_s: float = DEFAULT_DEADLINE_S) -> LabState:
+           ready_timeout_s: float = DEFAULT_DEADLINE_S, routing: Routing | None = None) -> LabState:
     """Build (or find, if already up) the lab of a plan.json or spec; idempotent. Returns once the
-    lab is ready to be judged (its `readiness` says how long that took); LabError (exit 3) naming
-    what is not ready when `ready_timeout_s` passes first."""
+    lab is ready to be judged (its `readiness` says how long that took, BGP convergence included
+    where switches run FRR); LabError (exit 3) naming what is not ready when `ready_timeout_s`
+    passes first. `routing` None: FRR where it is installed, else static routes."""
     plan = plan_of(source)
     if progress is None:
-        return build.lab_up(plan, lab, max_nodes=max_nodes, scale=scale, ready_timeout_s=ready_timeout_s)
+        return build.lab_up(plan, lab, max_nodes=max_nodes, scale=scale, ready_timeout_s=ready_timeout_s,
+                            routing=routing)
     return build.lab_up(plan, lab, max_nodes=max_nodes, scale=scale, progress=progress,
-                        ready_timeout_s=ready_timeout_s)
+                        ready_timeout_s=ready_timeout_s, routing=routing)
 
 
 def status(lab: str | None = None) -> list[LabState]:

@@ -30,6 +30,8 @@ LAZY: dict[str, Lazy] = {
                   "Measure the fabric against the Plan (iperf3, perftest, nccl-tests), keep the history."),
     "cabling": Lazy("gpunet.cli.cabling", "app",
                     "Check every cable against the plan with what the fabric reports (LLDP, ibnetdiscover)."),
+    "switch": Lazy("gpunet.cli.switch", "app",
+                   "Check the switches against the Plan: BGP sessions and ECMP, port MTU and state, LLDP."),
     "ibsim": Lazy("gpunet.cli.ibsim", "app",
                   "Simulate the plan's InfiniBand fabric (ibsim + opensm) for ibnetdiscover, perfquery, ibtracert, "
                   "and break it on purpose."),

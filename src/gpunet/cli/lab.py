@@ -33,14 +33,20 @@ def up(
         "--ready-timeout", metavar="SECONDS",
         help="How long to wait, once built, for the lab to be ready to judge (exit 3 naming what is not).")
     ] = labs.DEFAULT_DEADLINE_S,
+    routing: Annotated[labs.Routing | None, typer.Option(
+        "--routing", show_default=False,
+        help="frr: every switch of an eBGP plane runs FRR (zebra + bgpd) from its rendered frr.conf; static: "
+             "static ECMP routes. Default: frr where FRR is installed, else static (`lab status` says which).")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Build (or find, if already up) the lab and return once it is ready to be judged: addresses
-    settled, sshd listening, LLDP heard on every cable, every server answered across each plane.
-    Idempotent."""
+    settled, sshd listening, LLDP heard on every cable, every BGP session Established with every
+    leaf's planned ECMP width (FRR), every server answered across each plane. Idempotent."""
     with Progress(console=stderr, transient=True) as bar:
         task = bar.add_task("lab up", total=None)
         state = labs.lab_up(source, lab_id, max_nodes=max_nodes, scale=scale, ready_timeout_s=ready_timeout,
+                            routing=routing,
                             progress=lambda step, done, total: bar.update(task, completed=done, total=total,
                                                                           description=step))
     _print_state(state, as_json)
@@ -80,7 +86,7 @@ def _print_state(state: LabState, as_json: bool) -> None:
         print(json.dumps(state.model_dump(mode="json"), indent=1))
         return
     stdout.print(f"[bold]lab {state.lab_id}[/bold]: {state.status}, block {state.block}, "
-                 f"host {state.host_address} on {state.host_if}")
+                 f"host {state.host_address} on {state.host_if}, routing {state.routing}")
     table = Table(box=box.SIMPLE_HEAD)
     for column in ("server", "namespace", "management"):
         table.add_column(column, no_wrap=True)
@@ -95,7 +101,7 @@ def _print_state(state: LabState, as_json: bool) -> None:
         stdout.print(cell(f"note: {note}"))
 
 
-UNITS = {"addresses": "namespaces", "sshd": "servers", "lldp": "ports", "routes": "pings"}
+UNITS = {"addresses": "namespaces", "sshd": "servers", "lldp": "ports", "bgp": "switches", "routes": "pings"}
 
 
 def readiness_line(readiness: Readiness) -> str:

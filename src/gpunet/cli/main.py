@@ -32,7 +32,7 @@ LISTING = "gpunet_listing"  # ctx.meta: `gpunet --help` is listing the commands,
 
 
 ORDER = ("validate", "plan", "compare", "sim", "place", "render", "flows", "examples", "init", "lab", "ibsim", "fleet",
-         "apply", "doctor", "probe", "bench", "cabling", "localize", "report", "exporter")
+         "apply", "doctor", "probe", "switch", "bench", "cabling", "localize", "report", "exporter")
 
 
 class LazyGroup(TyperGroup):

@@ -1,6 +1,6 @@
 """How the rest of gpunet gets at a lab that is up, through `gpunet.reach` only: its plan (in lab
 addresses), its key, a runner per device (servers and switches, each in its namespace, lldpcli
-pointed at the lab daemon's socket), the switches' port counters and the map from a hop address
+and vtysh pointed at the lab daemons' sockets), the switches' port counters and the map from a hop address
 to the switch port that holds it."""
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from gpunet.fabric.counters import EthPortErrors, parse_ip_link_stats
-from gpunet.lab.build import LAB_PLAN, node_argv_for
+from gpunet.lab.build import node_argv_for
+from gpunet.lab.frr import vtysh_argv
 from gpunet.lab.lldpd import lldpcli_argv
+from gpunet.lab.routes import port_number
 from gpunet.lab.sshd import servers_root, sshd_pid_dir
-from gpunet.lab.state import LabState, lab_dir
+from gpunet.lab.state import LAB_PLAN, LabState, lab_dir
 from gpunet.model.plan import Plan
 from gpunet.runner import run_local
 
@@ -47,11 +49,20 @@ def _runner(state: LabState, ns: str) -> DeviceRun:
     server = ns in state.servers.values()
 
     def run(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
-        command = lldpcli_argv(*argv[1:]) if argv and argv[0] == "lldpcli" else list(argv)
+        command = _lab_daemon(state, ns, argv)
         wrapped = node_argv_for(state.lab_id, ns, command) if server else ["ip", "netns", "exec", ns, *command]
         return run_local(wrapped, check=False, timeout=timeout)
 
     return run
+
+
+def _lab_daemon(state: LabState, ns: str, argv: Sequence[str]) -> list[str]:
+    """`lldpcli` and `vtysh` pointed at the namespace's own lab daemons' sockets."""
+    if argv and argv[0] == "lldpcli":
+        return lldpcli_argv(*argv[1:])
+    if argv and argv[0] == "vtysh":
+        return vtysh_argv(lab_dir(state.lab_id), ns, *argv[1:])
+    return list(argv)
 
 
 def switch_counters(state: LabState, plan: Plan) -> list[EthPortErrors]:
@@ -77,10 +88,10 @@ def hop_addresses(state: LabState, plan: Plan) -> tuple[dict[str, tuple[str, str
         device = ns.removeprefix(f"gn{state.lab_id}-")
         if device not in switches:
             continue
-        for line in lines:  # "addr add 198.18.4.5/31 dev p3"
+        for line in lines:  # "addr add 198.18.4.5/31 dev swp3"
             words = line.split()
             address, interface = words[2].split("/")[0], words[-1]
             devices[address] = device
-            if interface.startswith("p") and interface[1:].isdigit():
-                ports[address] = (device, interface[1:])
+            if (number := port_number(interface)) is not None:
+                ports[address] = (device, number)
     return ports, devices

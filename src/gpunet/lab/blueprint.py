@@ -12,10 +12,12 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from gpunet.errors import LabError, LabUsageError
 from gpunet.lab.addressing import LAB_RANGE, BlockCarver, PlaneAddressing, lab_block, plane_addressing
 from gpunet.lab.routes import host_routes, port_if
-from gpunet.lab.state import AddressPair
+from gpunet.lab.state import AddressPair, Routing
 from gpunet.lab.state import VethState as Veth
-from gpunet.model.plan import Interface, Link, Node, Plan
+from gpunet.model.plan import Interface, Link, Node, Plan, Switch
 from gpunet.model.tuning import tcp_buffer_sysctls
+from gpunet.render.switch.common import SWITCH_MTU
+from gpunet.render.switch.frr import render_frr
 
 HOST_PORT = "host"  # the switch port the host's veth plugs into
 # One MTU-sized packet per skb (no GSO/TSO batching on the veths): injected loss then hits frames
@@ -47,6 +49,10 @@ class Blueprint:
     hosts_file: str
     notes: list[str]
     lab_plan: Plan  # the plan as the lab has it: lab addresses (doctor --plan inside the lab)
+    routing: Routing = "static"
+    # Routed switches that run FRR (`routing` frr, on planes the Plan routes with eBGP): namespace ->
+    # the switch's frr.conf, rendered from `lab_plan` exactly as for a real switch.
+    frr_confs: dict[str, str] = field(default_factory=dict)
 
 
 HASH_5_TUPLE = "0x0037"  # source and destination address, protocol, source and destination port
@@ -57,16 +63,19 @@ def ns_name(lab_id: str, device: str) -> str:
     return f"gn{lab_id}-{device}"
 
 
-def build_blueprint(plan: Plan, lab_id: str, slot: int, scale: float = DEFAULT_SCALE_MBIT_PER_GBIT) -> Blueprint:
+def build_blueprint(plan: Plan, lab_id: str, slot: int, scale: float = DEFAULT_SCALE_MBIT_PER_GBIT,
+                    routing: Routing = "static") -> Blueprint:
     """The lab of a (sliced) plan, host indexes kept where the whole lab fits its block that way,
-    else renumbered densely (switch cables and loopbacks need their room too)."""
+    else renumbered densely (switch cables and loopbacks need their room too). `routing` frr: the
+    switches of every plane the Plan routes with eBGP run FRR from their rendered frr.conf (the
+    other routed planes, InfiniBand ones, keep static routes); static: static ECMP routes everywhere."""
     try:
-        return _blueprint(plan, lab_id, slot, scale, dense=False)
+        return _blueprint(plan, lab_id, slot, scale, dense=False, routing=routing)
     except LabError:
-        return _blueprint(plan, lab_id, slot, scale, dense=True)
+        return _blueprint(plan, lab_id, slot, scale, dense=True, routing=routing)
 
 
-def _blueprint(plan: Plan, lab_id: str, slot: int, scale: float, *, dense: bool) -> Blueprint:
+def _blueprint(plan: Plan, lab_id: str, slot: int, scale: float, *, dense: bool, routing: Routing) -> Blueprint:
     block = lab_block(slot)
     addressing, carver = plane_addressing(plan, block, dense=dense)
     mgmt = _management_plane(plan)
@@ -81,13 +90,16 @@ def _blueprint(plan: Plan, lab_id: str, slot: int, scale: float, *, dense: bool)
     veths.append(Veth(a_ns="", a_if=host_if, b_ns=ns[mgmt_leaf], b_if=HOST_PORT, mtu=mtu[mgmt], mbit=0,
                       plane=mgmt, a_end="host", b_end=f"{mgmt_leaf}:{HOST_PORT}"))
     p2p = _p2p_addresses(plan, carver)
-    loopbacks = dict(zip((s.name for s in plan.switches), carver.take(len(plan.switches) + 2).hosts(), strict=False))
-    routes = host_routes(plan, lab_addr, p2p, {mgmt: [(mgmt_leaf, HOST_PORT, str(host_addr.ip))]})
+    loopback_pool = carver.take(len(plan.switches) + 2)
+    loopbacks = dict(zip((s.name for s in plan.switches), loopback_pool.hosts(), strict=False))
+    lab_plan = _routed_view(lab_view(plan, addressing, lab_addr, host_addr), loopbacks, p2p, loopback_pool)
+    bgp_planes = frozenset(p.name for p in lab_plan.planes if p.routing is not None and routing == "frr")
+    routes = host_routes(plan, lab_addr, p2p, {mgmt: [(mgmt_leaf, HOST_PORT, str(host_addr.ip))]}, bgp_planes)
     gateway = str(host_addr.ip) if next(p.gateway for p in plan.planes if p.name == mgmt) else None
     namespaces = [_server_ns(n, ns[n.name], lab_addr, gateway) for n in plan.nodes]
     for s in plan.switches:
         kind = "bridge" if s.plane in bridged else "router"
-        switch = _switch_ns(s.name, ns[s.name], kind, mtu[s.plane])
+        switch = _switch_ns(s.name, ns[s.name], kind, SWITCH_MTU, ipv6=_unnumbered(lab_plan, s, bgp_planes))
         if kind == "router":
             switch.commands += [f"addr add {loopbacks[s.name]}/32 dev lo"]
             switch.commands += [f"addr add {a} dev {port_if(p)}" for (d, p), a in p2p.items() if d == s.name]
@@ -100,9 +112,45 @@ def _blueprint(plan: Plan, lab_id: str, slot: int, scale: float, *, dense: bool)
         address_map={f"{n}/{i}": AddressPair(plan=_plan_address(plan, n, i), lab=str(a))
                      for (n, i), a in lab_addr.items()},
         mgmt_addresses={n: str(a.ip) for (n, _), a in lab_addr.items() if a.ip in addressing[mgmt].lab_subnet},
-        hosts_file=_hosts_file(plan, lab_addr), notes=_notes(plan, addressing),
-        lab_plan=lab_view(plan, addressing, lab_addr, host_addr),
+        hosts_file=_hosts_file(plan, lab_addr), notes=_notes(plan, addressing), lab_plan=lab_plan,
+        routing=routing, frr_confs={ns[s.name]: render_frr(lab_plan, s) for s in lab_plan.switches
+                                    if s.plane in bgp_planes and s.plane not in bridged},
     )
+
+
+def _routed_view(plan: Plan, loopbacks: dict[str, IPv4Address], p2p: dict[tuple[str, str], IPv4Interface],
+                 loopback_pool: IPv4Network) -> Plan:
+    """The lab plan's routed planes in lab addresses too: each switch's loopback and each
+    switch-to-switch cable's /31 as the lab numbered them (ASNs stay the Plan's), so a switch's
+    frr.conf rendered from it is the one its namespace runs."""
+    routed = {p.name for p in plan.planes if p.routing is not None}
+    if not routed:
+        return plan
+    p2p_pool = _covering(p2p)
+    planes = tuple(p.model_copy(update={"routing": p.routing.model_copy(update={
+        "loopbacks": str(loopback_pool), "p2p": str(p2p_pool)})}) if p.routing is not None else p
+        for p in plan.planes)
+    switches = tuple(s.model_copy(update={"loopback": str(loopbacks[s.name])}) if s.plane in routed else s
+                     for s in plan.switches)
+    links = tuple(c.model_copy(update={"p2p": str(p2p[c.a.device, c.a.port].network)})
+                  if c.plane in routed and (c.a.device, c.a.port) in p2p else c for c in plan.links)
+    return plan.model_copy(update={"planes": planes, "switches": switches, "links": links})
+
+
+def _covering(p2p: dict[tuple[str, str], IPv4Interface]) -> IPv4Network:
+    """The smallest network holding every lab /31 (one carved block)."""
+    networks = sorted({a.network for a in p2p.values()})
+    if not networks:
+        return IPv4Network("0.0.0.0/32")
+    first, last = int(networks[0].network_address), int(networks[-1].broadcast_address)
+    prefix = 32 - (first ^ last).bit_length()
+    return IPv4Network((first, prefix), strict=False)
+
+
+def _unnumbered(plan: Plan, switch: Switch, bgp_planes: frozenset[str]) -> bool:
+    """BGP unnumbered peers over IPv6 link-local addresses: its switches keep IPv6."""
+    plane = next(p for p in plan.planes if p.name == switch.plane)
+    return switch.plane in bgp_planes and plane.routing is not None and plane.routing.peering == "unnumbered"
 
 
 LabAddresses = dict[tuple[str, str], IPv4Interface]  # (node, device) -> lab address
@@ -172,7 +220,8 @@ def _lab_network(plan: Plan, addressing: dict[str, PlaneAddressing], host: IPv4I
 
 
 def _port_commands(namespaces: list[Namespace], veths: list[Veth]) -> None:
-    """Bring every switch port up at its plane's MTU (bridge ports join br0) before routes."""
+    """Bring every switch port up at the switch MTU, as gpunet renders every switch port (the
+    servers' ends keep their plane's; bridge ports join br0) before routes."""
     by_name = {n.name: n for n in namespaces}
     for v in veths:
         for ns_name_, ifname in ((v.a_ns, v.a_if), (v.b_ns, v.b_if)):
@@ -181,7 +230,7 @@ def _port_commands(namespaces: list[Namespace], veths: list[Veth]) -> None:
                 continue
             master = " master br0" if target.kind == "bridge" else ""
             target.commands.insert(target.commands.index("link set lo up") + 1 + (2 if master else 0),
-                                   f"link set dev {ifname} mtu {v.mtu}{WIRE_SIZED}{master} up")
+                                   f"link set dev {ifname} mtu {SWITCH_MTU}{WIRE_SIZED}{master} up")
 
 
 def _management_plane(plan: Plan) -> str:
@@ -275,7 +324,7 @@ TRACEABLE = {"net.ipv4.icmp_ratelimit": "0", "net.ipv4.icmp_msgs_per_sec": "1000
              "net.ipv4.icmp_msgs_burst": "100000", "net.ipv4.icmp_errors_use_inbound_ifaddr": "1"}
 
 
-def _switch_ns(device: str, name: str, kind: str, mtu: int) -> Namespace:
+def _switch_ns(device: str, name: str, kind: str, mtu: int, ipv6: bool = False) -> Namespace:
     """A routed switch forwards with ECMP on the 5-tuple and answers ARP for the hosts it routes to
     (hosts of one plane share a subnet across leaves); a bridge is one flat L2 switch.
 
@@ -283,7 +332,7 @@ def _switch_ns(device: str, name: str, kind: str, mtu: int) -> Namespace:
     every hop: a spine then only ever sees the part of the hash range its leaf sent it and always
     picks the same downlink (measured: half the spine downlinks idle, cross-leaf pairs at 50 %).
     Policy 3 hashes the fields itself, with a seed of its own per switch, as switches do."""
-    no_v6 = {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
+    no_v6 = {} if ipv6 else {"net.ipv6.conf.all.disable_ipv6": "1", "net.ipv6.conf.default.disable_ipv6": "1"}
     if kind == "bridge":
         return Namespace(name, kind, device, sysctls=no_v6,
                          commands=["link set lo up", f"link add br0 mtu {mtu} type bridge", "link set br0 up"])

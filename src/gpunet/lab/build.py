@@ -16,6 +16,7 @@ from gpunet.errors import LabError, LabUsageError
 from gpunet.lab import congestion
 from gpunet.lab.addressing import LAB_RANGE
 from gpunet.lab.blueprint import Blueprint, Namespace, build_blueprint
+from gpunet.lab.frr import FrrStart, choose_routing, converged_pending, stop_frr
 from gpunet.lab.lldpd import TX_INTERVAL_S, lldpd_available, silent_ports, start_lldpd, wait_for_sockets
 from gpunet.lab.neighbours import LAB_LIMITS, raise_limits, restore_limits
 from gpunet.lab.netns import (
@@ -30,6 +31,7 @@ from gpunet.lab.netns import (
 from gpunet.lab.ready import (
     DEFAULT_DEADLINE_S,
     PARALLEL,
+    Condition,
     ConditionName,
     ConditionTiming,
     LabNotReady,
@@ -42,7 +44,9 @@ from gpunet.lab.ready import (
 from gpunet.lab.slice import slice_plan
 from gpunet.lab.sshd import start_sshd, write_ssh_files
 from gpunet.lab.state import (
+    LAB_PLAN,
     LabState,
+    Routing,
     all_states,
     check_id,
     free_slot,
@@ -60,7 +64,6 @@ from gpunet.runner import CommandRunner, run_local
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
 ETC_NETNS = Path("/etc/netns")
-LAB_PLAN = "plan.json"  # the plan in lab addresses: `doctor --plan` inside a lab server
 
 
 def _silent(step: str, done: int, total: int) -> None:
@@ -70,16 +73,18 @@ def _silent(step: str, done: int, total: int) -> None:
 def lab_up(
     plan: Plan, lab_id: str, *, max_nodes: int = 16, scale: float = 1.0,
     run: CommandRunner = run_local, progress: Progress = _silent, ready_timeout_s: float = DEFAULT_DEADLINE_S,
+    routing: Routing | None = None,
 ) -> LabState:
     """Build the (sliced) plan in namespaces and return once it is ready to be judged (lab/ready.py),
-    or raise LabNotReady when `ready_timeout_s` passes first; idempotent for the same plan and id."""
+    or raise LabNotReady when `ready_timeout_s` passes first; idempotent for the same plan and id.
+    `routing`: FRR in the switches of eBGP planes, or static routes; None: FRR where it is installed."""
     check_id(lab_id)
     check_sizes(max_nodes, scale)
     check_deadline(ready_timeout_s)
     _require_root()
     with labs_lock():
         return _up(plan, lab_id, max_nodes=max_nodes, scale=scale, run=run, progress=progress,
-                   deadline_s=ready_timeout_s)
+                   deadline_s=ready_timeout_s, routing=routing)
 
 
 MAX_SCALE = 1000.0  # Mbit/s per plan Gbit/s: 400G at 400 Gbit/s is past what veths carry anyway
@@ -109,7 +114,7 @@ def _require_root() -> None:
 
 def _up(
     plan: Plan, lab_id: str, *, max_nodes: int, scale: float, run: CommandRunner, progress: Progress,
-    deadline_s: float,
+    deadline_s: float, routing: Routing | None,
 ) -> LabState:
     sliced = slice_plan(plan, max_nodes)
     digest = plan_digest(sliced)
@@ -117,11 +122,15 @@ def _up(
     if current is not None and current.status == "up":
         if current.plan_digest != digest:
             raise LabError(f"lab {lab_id} is up with another plan; `gpunet lab down --id {lab_id}` first")
+        if routing is not None and current.routing != routing:
+            raise LabError(f"lab {lab_id} is up with {current.routing} routing; `gpunet lab down --id {lab_id}` first")
         return current
     if current is not None:
         _down(lab_id, run)  # a half-built lab from a crash: start clean
     slot = free_slot(lab_id)
-    blueprint = build_blueprint(sliced, lab_id, slot, scale)
+    chosen, routing_note = choose_routing(routing)
+    blueprint = build_blueprint(sliced, lab_id, slot, scale, chosen)
+    blueprint.notes.append(routing_note if blueprint.frr_confs or chosen == "static" else NO_BGP_NOTE)
     _refuse_foreign(blueprint, run)
     _forget_stale_names(lab_id)
     state = _state(blueprint, slot, digest, scale, "building")
@@ -166,8 +175,12 @@ def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> 
         scale_mbit_per_gbit=scale,
         routes={n.name: tuple(c for c in n.commands if c.startswith("route ")) for n in bp.namespaces},
         addresses={n.name: tuple(c for c in n.commands if c.startswith("addr add ")) for n in bp.namespaces},
+        routing=bp.routing,
     )
 
+
+NO_BGP_NOTE = ("routing: FRR is installed but no switch runs it: no plane of this plan is routed with eBGP "
+               "(InfiniBand planes keep static routes, single-switch planes are bridges)")
 
 COUNTERS_NOTE = ("loss faults are nftables drops: they move no interface error counter, so `gpunet localize --lab` "
                  "finds them by probing every equal-cost path; port-counter localization runs on `gpunet ibsim`")
@@ -192,17 +205,20 @@ def _lldp_note() -> str:
 def _create(bp: Blueprint, run: CommandRunner, progress: Progress, deadline_s: float) -> Readiness:
     """Everything the blueprint names, then the wait until it is ready; how long each took."""
     started = time.monotonic()
+    frr = FrrStart(lab_dir(bp.lab_id), bp.frr_confs)
     steps: list[tuple[str, Callable[[], None]]] = [
         ("namespaces", lambda: ip_batch(run, (f"netns add {n.name}" for n in bp.namespaces))),
         ("sysctls", lambda: _each(bp, lambda n: set_sysctls(run, n.name, n.sysctls))),
         ("cables", lambda: ip_batch(run, (_veth_line(v.a_ns, v.a_if, v.b_ns, v.b_if) for v in bp.veths))),
         ("addresses and routes", lambda: _each(bp, lambda n: ip_batch(run, n.commands, n.name))),
+        ("FRR", frr.begin),
         ("proxy ARP", lambda: _proxy_arp_now(bp, run)),
         ("shaping", lambda: _shape(bp, run)),
         ("host route", lambda: _host_side(bp, run)),
         ("names", lambda: _names(bp, run)),
         ("sshd", lambda: _sshd(bp, run)),
         ("lldpd", lambda: _lldpd(bp)),
+        ("FRR started", frr.join),
     ]
     for done, (name, step) in enumerate(steps):
         progress(name, done, len(steps) + 1)
@@ -229,11 +245,22 @@ def _wait_ready(bp: Blueprint, run: CommandRunner, deadline_s: float) -> dict[Co
         def lldp_silent(ports: Mapping[str, set[str]]) -> list[str]:
             return silent_ports(ports, lambda ns: _prefix(bp, ns), pool)
         try:
-            return wait_ready(lab_conditions(view, run, pool, lldp_silent), deadline_s)
+            return wait_ready(_with_bgp(lab_conditions(view, run, pool, lldp_silent), bp, pool), deadline_s)
         except LabNotReady as exc:
             raise LabNotReady(
                 f"lab {bp.lab_id} is built but {exc}. It is left as it is (status: building) to look at; "
                 f"`gpunet lab down --lab {bp.lab_id}` removes it, `lab up` again rebuilds it", exc.pending) from None
+
+
+def _with_bgp(conditions: list[Condition], bp: Blueprint, pool: ThreadPoolExecutor) -> list[Condition]:
+    """Where switches run FRR: every planned session Established and every leaf's routes over the
+    planned ECMP width, before the pings (which only then find every path)."""
+    if not bp.frr_confs:
+        return conditions
+    prefix = f"gn{bp.lab_id}-"
+    pending = {ns: ns.removeprefix(prefix) for ns in bp.frr_confs}
+    bgp = Condition("bgp", len(pending), lambda: converged_pending(bp.lab_plan, pending, lab_dir(bp.lab_id), pool))
+    return [*conditions[:-1], bgp, conditions[-1]]
 
 
 def _proxy_arp_now(bp: Blueprint, run: CommandRunner) -> None:
@@ -377,6 +404,7 @@ def _down(lab_id: str, run: CommandRunner) -> list[str]:
     if state is None:
         return []
     names = set(state.namespaces)
+    stop_frr(lab_dir(lab_id), names)  # by its pid files: each daemon cleans up after itself
     kill_pids(pids_in_namespaces(names), names)  # sshd and anything `lab exec` left running
     present = sorted(names & existing_namespaces())
     ip_batch(run, (f"netns del {n}" for n in present), force=True)

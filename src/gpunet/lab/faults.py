@@ -7,10 +7,13 @@ import subprocess
 from collections.abc import Sequence
 
 from gpunet.errors import CommandError, LabError, LabUsageError
+from gpunet.lab.frr import frr_switches, wait_converged
 from gpunet.lab.lldpd import wait_until_heard
 from gpunet.lab.miswire import expected_neighbours, miswire_fault, swap_far_ends
 from gpunet.lab.netns import ip_batch, tbf_line
-from gpunet.lab.state import Fault, LabState, VethState, lab_dir, labs_lock, read_state, write_state
+from gpunet.lab.state import LAB_PLAN, Fault, LabState, VethState, lab_dir, labs_lock, read_state, write_state
+from gpunet.model.io import read_plan
+from gpunet.render.switch.common import SWITCH_MTU
 from gpunet.runner import CommandRunner, run_local
 
 RATE = re.compile(r"^(\d+(?:\.\d+)?)(kbit|mbit|gbit)$")
@@ -189,11 +192,27 @@ def _heal(lab_id: str, target: str | None, run: CommandRunner) -> list[Fault]:
             _await_lldp(state, fault, swapped=False)
             continue
         for ns, dev in _ends(cable):
-            _undo_end(ns, dev, cable, kind=fault.kind, routes=state.routes, run=run)
+            _undo_end(ns, dev, _as_built(state, ns, cable), kind=fault.kind, routes=state.routes, run=run)
     if any(f.kind == "mtu" for f in healed):
         _forget_path_mtus(state, run)
     write_state(state.model_copy(update={"faults": tuple(f for f in state.faults if f not in healed)}))
+    if state.routing == "frr" and any(f.kind in ("down", "miswire") for f in healed):
+        _reconverged(state)
     return healed
+
+
+def _reconverged(state: LabState) -> None:
+    """Healed means routed again: a cable back up has its BGP sessions re-established and its routes
+    back in every FRR switch (static routes were put back above, at once)."""
+    directory = lab_dir(state.lab_id)
+    wait_converged(read_plan(directory / LAB_PLAN), frr_switches(directory, state.lab_id), directory)
+
+
+def _as_built(state: LabState, ns: str, cable: VethState) -> VethState:
+    """The cable end as `lab up` made it: a switch's port at the switch MTU, a server's at its plane's."""
+    if state.namespaces.get(ns) in ("router", "bridge"):
+        return cable.model_copy(update={"mtu": SWITCH_MTU})
+    return cable
 
 
 def _forget_path_mtus(state: LabState, run: CommandRunner) -> None:

@@ -24,7 +24,7 @@ from gpunet.model.base import Frozen
 from gpunet.model.plan import Interface, Node, Plan
 from gpunet.runner import CommandRunner
 
-ConditionName = Literal["addresses", "sshd", "lldp", "routes"]
+ConditionName = Literal["addresses", "sshd", "lldp", "bgp", "routes"]
 POLL_S = 0.25  # between looks at what is still pending
 DEFAULT_DEADLINE_S = 60.0  # lldpd's first frames on a loaded 2-core host take seconds, not minutes
 PARALLEL = 8  # observation commands at once: bounded, whatever the lab's size

@@ -13,8 +13,15 @@ Endpoint = tuple[str, str, str]  # (leaf, leaf port interface, address)
 
 
 def port_if(port: str) -> str:
-    """A switch port's interface name in the lab: port 33 is p33 (host ports keep their name)."""
-    return port if not port.isdigit() else f"p{port}"
+    """A switch port's interface name in the lab: port 33 is swp33, as a Linux switch (Cumulus, FRR
+    on Linux) names it and the rendered frr.conf and the switch checks expect (host ports keep their name)."""
+    return port if not port.isdigit() else f"swp{port}"
+
+
+def port_number(interface: str) -> str | None:
+    """The Plan's port of a lab switch interface (swp33 -> "33"); None for other interfaces."""
+    number = interface.removeprefix("swp")
+    return number if interface.startswith("swp") and number.isdigit() else None
 
 
 def switch_graph(plan: Plan, plane: str) -> nx.MultiGraph:
@@ -34,14 +41,16 @@ def endpoints(plan: Plan, plane: str, lab_addr: dict[tuple[str, str], IPv4Interf
 
 def host_routes(
     plan: Plan, lab_addr: dict[tuple[str, str], IPv4Interface], p2p: dict[tuple[str, str], IPv4Interface],
-    extra: dict[str, list[Endpoint]],
+    extra: dict[str, list[Endpoint]], bgp_planes: frozenset[str] = frozenset(),
 ) -> dict[str, list[str]]:
-    """`ip route` lines per switch. `extra` adds endpoints per plane (the host's veth)."""
+    """`ip route` lines per switch. `extra` adds endpoints per plane (the host's veth); on
+    `bgp_planes` BGP routes the servers (the switches' frr.conf), so only `extra`'s are here."""
     routes: dict[str, list[str]] = defaultdict(list)
     for plane in {s.plane for s in plan.switches}:
         graph = switch_graph(plan, plane)
         by_leaf: dict[str, list[Endpoint]] = defaultdict(list)
-        for ep in endpoints(plan, plane, lab_addr) + extra.get(plane, []):
+        servers = [] if plane in bgp_planes else endpoints(plan, plane, lab_addr)
+        for ep in servers + extra.get(plane, []):
             by_leaf[ep[0]].append(ep)
         for leaf, eps in by_leaf.items():
             routes[leaf] += [f"route add {ip}/32 dev {port}" for _, port, ip in eps]

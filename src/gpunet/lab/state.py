@@ -71,6 +71,10 @@ class Fault(Frozen):
     other: Cable | None = None
 
 
+LAB_PLAN = "plan.json"  # in the lab's directory: the plan in lab addresses (`doctor --plan` inside a lab server)
+Routing = Literal["frr", "static"]  # eBGP planes: FRR from each switch's frr.conf, or static ECMP routes
+
+
 class LabState(Frozen):
     lab_id: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]{1,4}$")]
     slot: int = Field(ge=0, le=MAX_LABS - 1)
@@ -94,6 +98,8 @@ class LabState(Frozen):
     scale_mbit_per_gbit: float = Field(1.0, gt=0, allow_inf_nan=False)
     # How long `lab up` took to build it and then to see it ready (None: built by an older gpunet).
     readiness: Readiness | None = None
+    # How its eBGP planes route (a state from before FRR labs: static).
+    routing: Routing = "static"
 
 
 def labs_root() -> Path:

@@ -1,0 +1,63 @@
+"""`gpunet switch check`: the Plan's switches read and judged as doctor judges nodes."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.table import Table
+
+from gpunet.api.switches import SwitchReport, switch_check
+from gpunet.cli.console import cell, print_table, stdout
+from gpunet.cli.errors import handles_errors, outcome_code
+from gpunet.cli.options import JsonOpt, KeyOpt, LabExecOpt, PlanOpt, UserOpt
+
+app = typer.Typer(help="Check the switches against the Plan: BGP sessions and ECMP, port MTU and state, LLDP.",
+                  no_args_is_help=True)
+COLOURS = {"fail": "red", "warn": "yellow", "skip": "dim", "pass": "green"}
+SwitchesArg = Annotated[str | None, typer.Argument(
+    metavar="[SWITCHES]", show_default=False,
+    help="NodeSet of switch names as in the plan (comp-leaf[001-004]); default: every switch reached.")]
+
+
+@app.command()
+@handles_errors
+def check(
+    switches: SwitchesArg = None,
+    plan: PlanOpt = None,
+    lab: LabExecOpt = None,
+    user: UserOpt = None,
+    key: KeyOpt = None,
+    show_pass: Annotated[bool, typer.Option("--all", help="List passing checks too.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Each switch's BGP sessions per planned cable, ASNs, ECMP width per leaf (GN-BGP-01..05), port
+    MTU and state, LLDP neighbour per port (GN-SW-01..03), each finding with the cable and the fix:
+    a lab's switches in their namespaces (--lab), real switches over SSH at the Plan's switch
+    management addresses (--plan). Exit 1 on a failure, 2 on bad input, 3 when a switch could not be read."""
+    report = switch_check(switches, lab=lab, plan=plan, user=user, key=key)
+    if as_json:
+        print(report.model_dump_json(indent=1))
+    else:
+        _print(report, show_pass)
+    code = outcome_code(findings=report.failing, unjudged=bool(report.unreachable))
+    if code:
+        raise typer.Exit(code)
+
+
+def _print(report: SwitchReport, show_pass: bool) -> None:
+    table = Table(box=box.SIMPLE_HEAD, title=f"{len(report.switches)} switches, {report.source}")
+    for column in ("", "check", "switch", "subject", "observed", "expected", "fix"):
+        table.add_column(column, overflow="fold")
+    for f in report.findings:
+        if f.verdict == "pass" and not show_pass:
+            continue
+        colour = COLOURS[f.verdict]
+        table.add_row(f"[{colour}]{f.verdict}[/{colour}]", f.check, f.node, cell(f.subject),
+                      cell(f.observed or f.evidence), cell(f.expected), cell(f.fix))
+    print_table(table)
+    counts = {v: sum(f.verdict == v for f in report.findings) for v in COLOURS}
+    stdout.print(" ".join(f"[{COLOURS[v]}]{n} {v}[/{COLOURS[v]}]" for v, n in counts.items()))
+    for name, why in report.unreachable.items():
+        stdout.print(cell(f"unreachable: {name}: {why}"))

@@ -1,0 +1,361 @@
+"""FRR in the lab's routed switches: each switch namespace of an eBGP plane runs zebra and bgpd (and
+staticd for the host routes, bfdd where the plane asks for BFD) from the frr.conf gpunet renders for
+that switch, as FRR documents one daemon set per network namespace.
+
+Everything a switch's daemons use sits in the lab's own directory, `<lab_dir>/frr/<namespace>/`:
+the frr.conf, the pid files, the vty sockets (vtysh reaches them with `--vty_socket`), the zebra
+socket and one log per daemon; nothing under /etc/frr or /var/run/frr. The daemons drop to the
+user frr as Debian's FRR does (it refuses root unless root is in the frrvty group), so that
+directory is frr's, and the lab directory above it (and the labs' root) let the group frr pass
+through, never list (mode 0710).
+
+`lab down` stops what it started by the PIDs in those pid files, each checked to be an FRR daemon
+in one of the lab's namespaces before it is signalled; SIGTERM first, so each daemon removes its
+own crash-log folder under /var/tmp/frr."""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from gpunet.errors import LabError, LabUsageError, ParseError
+from gpunet.lab.netns import NETNS_DIR, kill_pids
+from gpunet.lab.state import Routing
+from gpunet.model.plan import Plan, Switch
+from gpunet.model.switching import Session, ecmp_next_hops, host_routes, plane_of, sessions
+from gpunet.probe.frr import BgpPeer, Route, parse_bgp_summary_json, parse_frr_route_json
+
+FRR_BIN = Path("/usr/lib/frr")
+REQUIRED = ("zebra", "bgpd")
+DAEMONS = ("zebra", "staticd", "bfdd", "bgpd")  # zebra first: the others connect to its socket
+FRR_USER = "frr"
+SUBDIR = "frr"
+BARE = "bare.conf"  # what each daemon reads itself: nothing
+START_TIMEOUT_S = 15.0  # every daemon's pid file and zebra's socket; seconds, not minutes, even on 2 busy cores
+STOP_WAIT_S = 3.0
+RECONVERGE_S = 30.0  # a session over a cable back up: FRR retries every 5 s (the rendered connect-retry)
+
+
+def frr_missing() -> str | None:
+    """Why the lab cannot run FRR here (None: it can)."""
+    absent = [str(FRR_BIN / d) for d in REQUIRED if not (FRR_BIN / d).is_file()]
+    if absent:
+        return f"{', '.join(absent)} not installed (Debian package frr)"
+    if shutil.which("vtysh") is None:
+        return "vtysh not installed (Debian package frr)"
+    try:
+        pwd.getpwnam(FRR_USER)
+        grp.getgrnam(FRR_USER)
+    except KeyError:
+        return f"no user and group {FRR_USER} (FRR's daemons run as it)"
+    return None
+
+
+def choose_routing(asked: Routing | None) -> tuple[Routing, str]:
+    """The routing a lab gets and the note that says which and why: FRR where it is installed unless
+    static routes are asked for; asking for FRR where it is missing is refused."""
+    missing = frr_missing()
+    if asked == "static":
+        return "static", "routing: static ECMP routes on every routed switch (--routing static)"
+    if missing is None:
+        return "frr", ("routing: FRR (zebra + bgpd, eBGP per RFC 7938) in every switch of an eBGP plane, from its "
+                       "rendered frr.conf (`gpunet render --target frr`); `gpunet doctor --switches --lab ID` "
+                       "checks them")
+    if asked == "frr":
+        raise LabUsageError(f"--routing frr: {missing}; use --routing static")
+    return "static", f"routing: static ECMP routes, not FRR: {missing}"
+
+
+def daemons_for(conf: str) -> list[str]:
+    """The daemons a rendered frr.conf needs: staticd only for `ip route` lines, bfdd only for BFD."""
+    lines = [line.strip() for line in conf.splitlines()]
+    needed = {"zebra", "bgpd"}
+    if any(line.startswith("ip route ") for line in lines):
+        needed.add("staticd")
+    if any(line.startswith("neighbor ") and line.endswith(" bfd") for line in lines):
+        needed.add("bfdd")
+    return [d for d in DAEMONS if d in needed]
+
+
+def switch_dir(lab_dir: Path, namespace: str) -> Path:
+    return lab_dir / SUBDIR / namespace
+
+
+def vtysh_argv(lab_dir: Path, namespace: str, *command: str) -> list[str]:
+    """vtysh talking to the daemons of one lab switch (run inside its namespace or not: a unix socket)."""
+    return ["vtysh", "--vty_socket", str(switch_dir(lab_dir, namespace)), *command]
+
+
+def daemon_argv(directory: Path, namespace: str, daemon: str) -> list[str]:
+    """A daemon started bare (an empty file of its own): the integrated frr.conf reaches it through vtysh."""
+    return ["ip", "netns", "exec", namespace, str(FRR_BIN / daemon), "-d", "-f", str(directory / BARE),
+            "-i", str(directory / f"{daemon}.pid"), "--vty_socket", str(directory),
+            "-z", str(directory / "zserv.api"), "--log", f"file:{directory / daemon}.log"]
+
+
+def start_frr(lab_dir: Path, confs: Mapping[str, str]) -> None:
+    """Write each switch's frr.conf, start its daemons (every zebra, then, once each has its socket,
+    the rest) and hand them the file through vtysh, which gives each line to the daemon it belongs
+    to, as FRR loads an integrated frr.conf (a daemon reading the whole file itself stops at the
+    first `exit` of a section it does not know: staticd left every `ip route` after `router bgp`
+    out). LabError naming the switches whose daemons did not start or refused a line."""
+    if not confs:
+        return
+    _let_frr_through(lab_dir)
+    dirs = {ns: _switch_folder(lab_dir, ns, conf) for ns, conf in confs.items()}
+    _start_all([(ns, "zebra") for ns in dirs], dirs)
+    _wait_for({ns: [d / "zserv.api"] for ns, d in dirs.items()}, "zebra's socket")
+    _start_all([(ns, d) for ns, conf in confs.items() for d in daemons_for(conf) if d != "zebra"], dirs)
+    _wait_for({ns: [d / f"{daemon}.pid" for daemon in daemons_for(confs[ns])] for ns, d in dirs.items()},
+              "pid files")
+    _load_configs(dirs)
+
+
+def _load_configs(dirs: Mapping[str, Path]) -> None:
+    processes = {ns: subprocess.Popen(vtysh_argv(d.parent.parent, ns, "-f", str(d / "frr.conf")),
+                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                      text=True)
+                 for ns, d in dirs.items()}
+    refused = []
+    for ns, process in processes.items():
+        out, _ = process.communicate(timeout=START_TIMEOUT_S)
+        if process.returncode != 0:
+            refused.append(f"{ns}: {(out.strip().splitlines() or ['vtysh exit ' + str(process.returncode)])[-1]}")
+    if refused:
+        raise LabError(f"FRR refused the rendered frr.conf: {'; '.join(refused[:3])}")
+
+
+class FrrStart:
+    """`start_frr` in the background of the rest of a lab's build: the daemons' start-up (each
+    `-d` parent waits until its daemon is up) overlaps sshd's and lldpd's. `join` returns once it is
+    done, or raises what it raised."""
+
+    def __init__(self, lab_dir: Path, confs: Mapping[str, str]) -> None:
+        self.lab_dir, self.confs = lab_dir, confs
+        self.running: Future[None] | None = None
+
+    def begin(self) -> None:
+        background = ThreadPoolExecutor(max_workers=1)
+        self.running = background.submit(start_frr, self.lab_dir, self.confs)
+        background.shutdown(wait=False)  # the start runs on; `join` waits for it
+
+    def join(self) -> None:
+        if self.running is not None:
+            self.running.result()
+
+
+def _let_frr_through(lab_dir: Path) -> None:
+    """The labs' root and this lab's directory: root's, group frr may pass through (0710)."""
+    gid = grp.getgrnam(FRR_USER).gr_gid
+    for folder in (lab_dir.parent, lab_dir, lab_dir / SUBDIR):
+        folder.mkdir(mode=0o700, exist_ok=True)
+        os.chown(folder, 0, gid)
+        folder.chmod(0o710)
+
+
+def _switch_folder(lab_dir: Path, namespace: str, conf: str) -> Path:
+    directory = switch_dir(lab_dir, namespace)
+    directory.mkdir(mode=0o700, exist_ok=True)
+    (directory / "frr.conf").write_text(conf)
+    (directory / BARE).write_text("")
+    for path in (directory, directory / "frr.conf", directory / BARE):
+        shutil.chown(path, FRR_USER, FRR_USER)
+    return directory
+
+
+def _start_all(jobs: list[tuple[str, str]], dirs: Mapping[str, Path]) -> None:
+    """Start the daemons side by side (each forks into the background at once); their start-up
+    errors go to their logs."""
+    processes = [(ns, daemon, subprocess.Popen(daemon_argv(dirs[ns], ns, daemon), stdin=subprocess.DEVNULL,
+                                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+                 for ns, daemon in jobs]
+    failed = []
+    for ns, daemon, process in processes:
+        _, err = process.communicate(timeout=START_TIMEOUT_S)
+        if process.returncode != 0:
+            failed.append(f"{daemon} in {ns} ({(err.strip().splitlines() or ['exit ' + str(process.returncode)])[-1]})")
+    if failed:
+        raise LabError(f"FRR did not start: {'; '.join(failed[:3])}; logs in {next(iter(dirs.values())).parent}")
+
+
+def _wait_for(files: Mapping[str, list[Path]], what: str) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    waiting = dict(files)
+    while waiting and time.monotonic() < deadline:
+        waiting = {ns: paths for ns, paths in waiting.items() if not all(p.exists() for p in paths)}
+        time.sleep(0.05)
+    if waiting:
+        late = sorted(waiting)
+        raise LabError(f"FRR in {', '.join(late[:3])} did not write its {what} within {START_TIMEOUT_S:g} s; see "
+                       f"the logs in {files[late[0]][0].parent}")
+
+
+def stop_frr(lab_dir: Path, namespaces: set[str]) -> None:
+    """Stop every daemon started for the lab, by the PIDs in its pid files, each first checked to be
+    an FRR daemon in one of `namespaces`: SIGTERM (a daemon cleans up after itself), then SIGKILL
+    for any still there."""
+    pids = list(_own_daemons(lab_dir / SUBDIR, namespaces))
+    for pid in pids:
+        _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_WAIT_S
+    while pids and time.monotonic() < deadline:
+        pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
+        time.sleep(0.05)
+    kill_pids(pids, namespaces)
+
+
+def _own_daemons(root: Path, namespaces: set[str]) -> Iterable[int]:
+    if not root.is_dir():
+        return
+    inodes = {(NETNS_DIR / ns).stat().st_ino for ns in namespaces if (NETNS_DIR / ns).exists()}
+    for pid_file in root.glob("*/*.pid"):
+        if pid_file.parent.name not in namespaces or pid_file.stem not in DAEMONS:
+            continue
+        try:
+            pid = int(pid_file.read_text().strip())
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            inode = Path(f"/proc/{pid}/ns/net").stat().st_ino
+        except (OSError, ValueError):
+            continue  # gone already, or not a number: nothing of ours to stop
+        if comm == pid_file.stem and inode in inodes:
+            yield pid
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        signal.pidfd_send_signal(fd, sig)
+    except ProcessLookupError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    except OSError:
+        return False
+
+
+# --- converged: every planned session Established, every leaf's routes over every planned hop ------
+
+def unconverged(plan: Plan, switch: Switch, bgp_json: str, route_json: Callable[[], str]) -> list[str]:
+    """What keeps one switch from being converged, as "switch: ..." (empty once it is): planned
+    sessions not Established, its own hosts' routes, and other leaves' prefixes with fewer next
+    hops than planned (`route_json` is read only once every session is up). Unreadable output
+    counts as not converged (looked at again)."""
+    try:
+        summary = parse_bgp_summary_json(bgp_json)
+    except ParseError:
+        return [f"{switch.name}: bgp summary not readable yet"]
+    peers = {p.key: p for p in summary.peers}
+    down = [f"{switch.name}: {_key(plan, switch, s)} ({s.port.far_device}) {_state(peers, plan, switch, s)}"
+            for s in sessions(plan, switch) if not _established(peers, plan, switch, s)]
+    if down:
+        return down
+    try:
+        routes = {r.prefix: r for r in parse_frr_route_json(route_json()) if r.selected}
+    except ParseError:
+        return [f"{switch.name}: routes not readable yet"]
+    own = [f"{switch.name}: no route to its host {r.address}" for r in host_routes(plan, switch)
+           if _width(routes.get(f"{r.address}/32")) == 0]
+    return own + [f"{switch.name}: routes to {leaf} {short}" for leaf, short in _narrow(plan, switch, routes).items()]
+
+
+def _key(plan: Plan, switch: Switch, session: Session) -> str:
+    routing = plane_of(plan, switch).routing
+    if routing is not None and routing.peering == "unnumbered":
+        return f"swp{session.port.port}"
+    return session.peer_address or f"swp{session.port.port}"
+
+
+def _established(peers: Mapping[str, BgpPeer], plan: Plan, switch: Switch, session: Session) -> bool:
+    peer = peers.get(_key(plan, switch, session))
+    return peer is not None and peer.established
+
+
+def _state(peers: Mapping[str, BgpPeer], plan: Plan, switch: Switch, session: Session) -> str:
+    peer = peers.get(_key(plan, switch, session))
+    return peer.state if peer is not None else "no session"
+
+
+def _narrow(plan: Plan, switch: Switch, routes: Mapping[str, Route]) -> dict[str, str]:
+    """Per other leaf whose prefixes lack next hops: how many prefixes fall short."""
+    short = {}
+    for leaf_name, hops in ecmp_next_hops(plan, switch).items():
+        leaf = plan.switches_by_name[leaf_name]
+        prefixes = [f"{leaf.loopback}/32", *(f"{r.address}/32" for r in host_routes(plan, leaf))]
+        width = len(hops)
+        narrow = [p for p in prefixes if _width(routes.get(p)) < width]
+        if narrow:
+            short[leaf_name] = f"{len(narrow)} of {len(prefixes)} prefixes under {width} next hops"
+    return short
+
+
+def _width(route: Route | None) -> int:
+    return route.width if route is not None else 0
+
+
+def converged_pending(plan: Plan, switches: dict[str, str], lab_dir: Path, pool: ThreadPoolExecutor) -> list[str]:
+    """One look at every switch (namespace -> switch name) still pending: one entry per switch not
+    converged, naming what keeps it; those converged are dropped from `switches` (a converged
+    fabric stays so while nobody breaks it)."""
+    names = list(switches)
+
+    def look(ns: str) -> list[str]:
+        return unconverged(plan, plan.switches_by_name[switches[ns]], _vtysh(lab_dir, ns, "show bgp summary json"),
+                           lambda: _vtysh(lab_dir, ns, "show ip route json"))
+
+    found = dict(zip(names, pool.map(look, names), strict=True))
+    for ns, pending in found.items():
+        if not pending:
+            del switches[ns]
+    return [_one_line(switches[ns], pending) for ns, pending in sorted(found.items()) if pending]
+
+
+def _one_line(switch: str, pending: list[str]) -> str:
+    """One entry per switch (the condition counts switches): "leaf1: 198.18.5.1 (spine1) Active, ..."."""
+    return f"{switch}: {', '.join(p.removeprefix(f'{switch}: ') for p in pending)}"
+
+
+def wait_converged(plan: Plan, switches: Mapping[str, str], lab_dir: Path, timeout_s: float = RECONVERGE_S) -> None:
+    """Poll the switches (namespace -> switch name) until each is converged; LabError naming what
+    is not once `timeout_s` passes."""
+    pending = dict(switches)
+    deadline = time.monotonic() + timeout_s
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        left = converged_pending(plan, pending, lab_dir, pool)
+        while left and time.monotonic() < deadline:
+            time.sleep(0.25)
+            left = converged_pending(plan, pending, lab_dir, pool)
+    if left:
+        raise LabError(f"BGP has not converged again after {timeout_s:g} s: {'; '.join(left[:3])}"
+                       f"{f' and {len(left) - 3} more' if len(left) > 3 else ''}")
+
+
+def frr_switches(lab_dir: Path, lab_id: str) -> dict[str, str]:
+    """The lab's switches that run FRR: namespace -> switch name (from the folders `lab up` made)."""
+    root = lab_dir / SUBDIR
+    prefix = f"gn{lab_id}-"
+    return {d.name: d.name.removeprefix(prefix) for d in sorted(root.iterdir())
+            if d.is_dir() and d.name.startswith(prefix)} if root.is_dir() else {}
+
+
+def _vtysh(lab_dir: Path, ns: str, command: str) -> str:
+    """vtysh straight to the switch's sockets: the daemons answer for their own namespace, so no
+    `ip netns exec` (a mount namespace per call) while `lab up` polls dozens of switches."""
+    done = subprocess.run(vtysh_argv(lab_dir, ns, "-c", command), capture_output=True, text=True, timeout=10,
+                          check=False)
+    return done.stdout

@@ -1,0 +1,117 @@
+"""FRR in the lab without root: which daemons a rendered frr.conf needs, which routing a lab gets,
+and when a switch counts as converged, judged on FRR 8.4's own recorded outputs."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from gpunet.errors import LabUsageError
+from gpunet.lab import frr
+from gpunet.lab.frr import choose_routing, daemons_for, unconverged, vtysh_argv
+from gpunet.model.switching import sessions
+from gpunet.render.switch.frr import render_frr
+from tests.checks.frr_record import plan as recorded_plan
+
+RECORDED = Path(__file__).parent.parent / "fixtures" / "switch_check" / "lab-frr-8.4.4-two-leaves-two-spines"
+
+
+def recorded(switch: str, name: str) -> str:
+    return (RECORDED / switch / name).read_text()
+
+
+def test_a_leaf_needs_staticd_for_its_host_routes_and_a_spine_does_not() -> None:
+    plan = recorded_plan()
+    leaf, spine = plan.switches_by_name["comp-leaf001"], plan.switches_by_name["comp-spine001"]
+    assert daemons_for(render_frr(plan, leaf)) == ["zebra", "staticd", "bgpd"]
+    assert daemons_for(render_frr(plan, spine)) == ["zebra", "bgpd"]
+    assert daemons_for("router bgp 65000\n neighbor FABRIC bfd\n") == ["zebra", "bfdd", "bgpd"]
+
+
+def test_frr_is_the_default_where_installed_and_static_is_said_with_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(frr, "frr_missing", lambda: None)
+    assert choose_routing(None)[0] == "frr" and choose_routing("static")[0] == "static"
+    monkeypatch.setattr(frr, "frr_missing", lambda: "/usr/lib/frr/bgpd not installed (Debian package frr)")
+    routing, note = choose_routing(None)
+    assert routing == "static" and "bgpd not installed" in note
+    with pytest.raises(LabUsageError, match="--routing frr: /usr/lib/frr/bgpd not installed"):
+        choose_routing("frr")
+
+
+def test_vtysh_reaches_the_switchs_own_sockets_under_the_lab_directory() -> None:
+    argv = vtysh_argv(Path("/run/gpunet/labs/ab"), "gnab-leaf1", "-c", "show bgp summary json")
+    assert argv == ["vtysh", "--vty_socket", "/run/gpunet/labs/ab/frr/gnab-leaf1", "-c", "show bgp summary json"]
+
+
+@pytest.mark.parametrize("switch", ["comp-spine001", "comp-spine002"])
+def test_a_converged_spine_leaves_nothing_pending(switch: str) -> None:
+    plan = recorded_plan()
+    bgp, routes = recorded(switch, "show_bgp_summary_json.txt"), recorded(switch, "show_ip_route_json.txt")
+    assert unconverged(plan, plan.switches_by_name[switch], bgp, lambda: routes) == []
+
+
+def test_a_leaf_without_its_own_host_routes_is_pending() -> None:
+    """The recording's daemons read frr.conf themselves, and staticd stopped at the `exit` after
+    `router bgp`: its leaves hold no route to their own hosts (why the lab loads frr.conf through
+    vtysh). Converged means those routes too."""
+    plan = recorded_plan()
+    leaf = plan.switches_by_name["comp-leaf001"]
+    pending = unconverged(plan, leaf, recorded(leaf.name, "show_bgp_summary_json.txt"),
+                          lambda: recorded(leaf.name, "show_ip_route_json.txt"))
+    assert pending and all(p.startswith("comp-leaf001: no route to its host 198.19.0.") for p in pending)
+
+
+def test_a_session_not_established_is_pending_by_its_peer() -> None:
+    plan = recorded_plan()
+    data = json.loads(recorded("comp-leaf001", "show_bgp_summary_json.txt"))
+    peer = next(iter(data["ipv4Unicast"]["peers"]))
+    data["ipv4Unicast"]["peers"][peer]["state"] = "Active"
+    pending = unconverged(plan, plan.switches_by_name["comp-leaf001"], json.dumps(data), lambda: "{}")
+    assert len(pending) == 1 and peer in pending[0] and "Active" in pending[0]
+
+
+def test_a_prefix_short_of_next_hops_is_pending_by_its_leaf() -> None:
+    plan = recorded_plan()
+    routes = json.loads(recorded("comp-leaf001", "show_ip_route_json.txt"))
+    remote = plan.switches_by_name["comp-leaf002"]
+    routes[f"{remote.loopback}/32"][0]["nexthops"] = routes[f"{remote.loopback}/32"][0]["nexthops"][:1]
+    pending = unconverged(plan, plan.switches_by_name["comp-leaf001"],
+                          recorded("comp-leaf001", "show_bgp_summary_json.txt"), lambda: json.dumps(routes))
+    narrow = [p for p in pending if "routes to" in p]
+    assert narrow == ["comp-leaf001: routes to comp-leaf002 1 of 5 prefixes under 4 next hops"]
+
+
+def test_unreadable_output_is_pending_not_converged() -> None:
+    plan = recorded_plan()
+    assert unconverged(plan, plan.switches_by_name["comp-leaf001"], "", lambda: "") == [
+        "comp-leaf001: bgp summary not readable yet"]
+
+
+def test_pending_is_one_entry_per_switch_and_converged_switches_are_not_asked_again(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `lab up` names at its deadline: per switch not converged, the sessions that keep it."""
+    plan = recorded_plan()
+    down = json.loads(recorded("comp-spine001", "show_bgp_summary_json.txt"))
+    for peer in down["ipv4Unicast"]["peers"].values():
+        peer["state"] = "Connect"
+    files = {"show bgp summary json": {"comp-spine001": json.dumps(down),
+                                       "comp-spine002": recorded("comp-spine002", "show_bgp_summary_json.txt")},
+             "show ip route json": {s: recorded(s, "show_ip_route_json.txt") for s in ("comp-spine001",
+                                                                                       "comp-spine002")}}
+    asked: list[str] = []
+
+    def vtysh(lab_dir: Path, ns: str, command: str) -> str:
+        del lab_dir
+        asked.append(ns)
+        return files[command][ns.removeprefix("gnt-")]
+
+    monkeypatch.setattr(frr, "_vtysh", vtysh)
+    switches = {"gnt-comp-spine001": "comp-spine001", "gnt-comp-spine002": "comp-spine002"}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        pending = frr.converged_pending(plan, switches, Path("/nowhere"), pool)
+    assert len(pending) == 1 and pending[0].startswith("comp-spine001: ") and pending[0].count("Connect") == len(
+        sessions(plan, plan.switches_by_name["comp-spine001"]))
+    assert switches == {"gnt-comp-spine001": "comp-spine001"}  # spine002 converged: not looked at again
