@@ -105,7 +105,10 @@ def test_copy_and_gather_through_a_gateway_in_clustershells_tree_mode(lab: LabSt
 
 
 def _descendants(pid: int) -> list[int]:
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except (FileNotFoundError, ProcessLookupError):  # it ended between its parent's listing and this read
+        return []
     return [int(c) for c in children] + [d for c in children for d in _descendants(int(c))]
 
 
