@@ -89,7 +89,7 @@ def test_a_lab_another_version_built_keeps_its_address_block(state_file: Path) -
     """A state with a field this gpunet does not know (a newer version's lab) cannot be acted on, but
     its slot is still read, so a new lab never takes the addresses it holds; a state without a
     readable slot stops the new lab instead of guessing."""
-    tamper(state_file, lambda d: d.__setitem__("routing", "frr"))
+    tamper(state_file, lambda d: d.__setitem__("a_later_versions_field", 1))
     with pytest.raises(LabError, match="unreadable"):
         read_state(LAB)
     assert free_slot("n") == 1 and free_slot(LAB) == 0
