@@ -287,8 +287,8 @@ def _in_parallel(jobs: Iterable[Callable[[], None]]) -> None:
 
 
 def _each(bp: Blueprint, action: Callable[[Namespace], None]) -> None:
-    for namespace in bp.namespaces:
-        action(namespace)
+    """`action` in every namespace, a few at a time (each touches its own namespace only)."""
+    _in_parallel(partial(action, namespace) for namespace in bp.namespaces)
 
 
 def _veth_line(a_ns: str, a_if: str, b_ns: str, b_if: str) -> str:
