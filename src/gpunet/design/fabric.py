@@ -10,6 +10,7 @@ from math import ceil
 from gpunet.design.layout import LeafShape, SizingError, UpperShape, leaf_shape, upper_shape
 from gpunet.design.naming import switch_name
 from gpunet.errors import DesignError, SpecProblem
+from gpunet.model.base import trusted
 from gpunet.model.plan import FabricBasis, Link, LinkTier, Port, Switch, Tier
 from gpunet.model.spec import PlaneName, PlaneSpec
 
@@ -39,13 +40,15 @@ LINK_FIELDS, PORT_FIELDS = set(Link.model_fields), set(Port.model_fields)
 
 
 def link(plane: PlaneName, tier: LinkTier, a: tuple[str, str], b: tuple[str, str], gbps: int) -> Link:
-    # model_construct with the field set given: these come from our own arithmetic, and at 10^5-10^6
-    # cables validation (or letting pydantic work out the set fields) costs seconds.
-    return Link.model_construct(
-        LINK_FIELDS, plane=plane, tier=tier, gbps=gbps,
-        a=Port.model_construct(PORT_FIELDS, device=a[0], port=a[1]),
-        b=Port.model_construct(PORT_FIELDS, device=b[0], port=b[1]),
-    )
+    # Built as trusted: these come from our own arithmetic, and at 10^5-10^6 cables validation
+    # (or model_construct's default resolution) costs seconds. The Plan's own validator still
+    # checks every cable's ends against its switches and nodes.
+    return trusted(Link, LINK_FIELDS, {
+        "plane": plane, "tier": tier,
+        "a": trusted(Port, PORT_FIELDS, {"device": a[0], "port": a[1]}),
+        "b": trusted(Port, PORT_FIELDS, {"device": b[0], "port": b[1]}),
+        "gbps": gbps, "p2p": None,
+    })
 
 
 def problem(plane: PlaneName, message: str, key: str = "style", hint: str = "") -> DesignError:
