@@ -7,6 +7,7 @@ from ipaddress import IPv4Address, IPv4Network, IPv6Address, ip_address
 
 from gpunet.design.naming import plane_hostname
 from gpunet.errors import DesignError, SpecProblem
+from gpunet.model.base import updated
 from gpunet.model.plan import Interface, Plan
 from gpunet.model.spec import NodeGroup, PlaneName, PlaneSpec, nic_devices, plane_mtu
 from gpunet.model.units import speed_gbps
@@ -119,7 +120,7 @@ def with_address(
     v6 = None
     if spec.subnet6 is not None:
         v6 = f"{IPv6Address(int(spec.subnet6.network_address) + index)}/{spec.subnet6.prefixlen}"
-    return iface.model_copy(update={
+    return updated(iface, {
         "address": f"{v4}/{spec.subnet.prefixlen}", "address6": v6,
         "hostname": plane_hostname(node, iface.plane, iface.name, addressed_count),
     })

@@ -43,3 +43,9 @@ def trusted(cls: type[M], fields: set[str], values: dict[str, Any]) -> M:
     _set(made, "__pydantic_extra__", None)
     _set(made, "__pydantic_private__", None)
     return made
+
+
+def updated(model: M, update: dict[str, Any]) -> M:
+    """model.model_copy(update=update) for a model gpunet built and values it computed: the same
+    fields, fields set and order, a fraction of the time (a 1M-GPU plan addresses 10^6 interfaces)."""
+    return trusted(type(model), model.__pydantic_fields_set__ | update.keys(), model.__dict__ | update)
