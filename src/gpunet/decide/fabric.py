@@ -29,7 +29,9 @@ class Fabric:
     down: Counter[str] = field(default_factory=Counter)  # switch -> Gb/s toward the nodes
     up: Counter[str] = field(default_factory=Counter)  # switch -> Gb/s toward the core
     below: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))  # upper -> lower -> Gb/s
-    above: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    # lower -> the switches above it, in cable order (a dict, not a set: the worst uplink among equals
+    # is the first, the same in every run, whatever the hash seed)
+    above: dict[str, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
     adjacency: Counter[tuple[str, str]] = field(default_factory=Counter)  # (lower, upper) switch -> cables
     pair_gbps: Counter[tuple[str, str]] = field(default_factory=Counter)
     first_cable: dict[tuple[str, str], Cable] = field(default_factory=dict)
@@ -97,7 +99,7 @@ class Fabric:
             return
         self.up[lower] += gbps
         self.below[upper][lower] += gbps
-        self.above[lower].add(upper)
+        self.above[lower][upper] = None
         self.adjacency[lower, upper] += count
         self.pair_gbps[lower, upper] += gbps
 
@@ -135,7 +137,7 @@ class Fabric:
             sharing[pod] += n * (self.shared[key] - 1)
         self.pod_sharing = Counter({pod: ordered // 2 for pod, ordered in sharing.items()})
         for spine in self.tier_switches("spine"):
-            self.pod_cores[self.pod_of[spine]] |= self.above.get(spine, set())
+            self.pod_cores[self.pod_of[spine]].update(self.above.get(spine, ()))
         self.core_pods = {core: {self.pod_of[s] for s in self.below[core]} for core in self.tier_switches("core")}
         self.core_nodes = {core: sum(self.pod_nodes[p] for p in pods) for core, pods in self.core_pods.items()}
 
