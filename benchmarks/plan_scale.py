@@ -47,7 +47,8 @@ TARGET_GPUS = 100_000
 TARGET_SECONDS = 30.0
 SMALL_RUNS = 3
 LARGE_RUNS = 3
-LARGE_FROM_NODES = 4096  # sizes from here on repeat only while within --budget
+LARGE_FROM_NODES = 4096
+SMALL_SUBNETS_UP_TO = 12_500  # sizes from here on repeat only while within --budget
 
 
 def radix_for(endpoints: int) -> int:
@@ -59,11 +60,31 @@ def radix_for(endpoints: int) -> int:
     return 64 if endpoints <= 64**3 // 4 else 128
 
 
+def subnets_for(nodes: int) -> dict[str, str]:
+    """Each plane's subnet: those every size up to 100k GPUs was measured with, larger ones past it
+    (125,000 nodes' million compute NICs). Plan data only: design() configures and sends nothing."""
+    if nodes <= SMALL_SUBNETS_UP_TO:
+        return {"management": "198.18.0.0/17", "gateway": "198.18.0.1", "compute": "10.0.0.0/14",
+                "storage": "198.18.128.0/17"}
+    return {"management": "10.32.0.0/14", "gateway": "10.32.0.1", "compute": "10.0.0.0/11",
+            "storage": "10.36.0.0/14"}
+
+
+def taper_for(nodes: int) -> dict[str, Any]:
+    """Past 524,288 compute NICs (k^3/4 for k = 128) three tiers need their upper tiers tapered: 2:1
+    at the leaf, 3:1 at the spine, as the built-in million-gpu example has them."""
+    if nodes * COMPUTE_NICS <= 128**3 // 4:
+        return {}
+    return {"oversubscription": {"leaf": "2:1", "spine": "3:1"}}
+
+
 def spec_dict(nodes: int) -> dict[str, Any]:
     """A scalable-unit-style spec for `nodes` 8-GPU servers, as the YAML loader would see it."""
     mgmt_radix = radix_for(nodes)
     comp_radix = radix_for(nodes * COMPUTE_NICS)
     stor_radix = radix_for(nodes * STORAGE_NICS)
+    subnets = subnets_for(nodes)
+    pad = max(5, len(str(nodes)))  # gpu00001 up to 99,999 nodes (the names every size had), gpu000001 past it
     return {
         "version": 1,
         "site": {
@@ -77,8 +98,8 @@ def spec_dict(nodes: int) -> dict[str, Any]:
             "management": {
                 # a /17: 12,500 node addresses from the bottom, the switches' management addresses
                 # (about 5,900 at 12,500 nodes; no oob plane here) from the top
-                "subnet": "198.18.0.0/17",
-                "gateway": "198.18.0.1",
+                "subnet": subnets["management"],
+                "gateway": subnets["gateway"],
                 "speed": "25G",
                 "fabric": {
                     "switch": {"model": f"generic-{mgmt_radix}x25G", "radix": mgmt_radix, "port_speed": "25G"},
@@ -89,16 +110,16 @@ def spec_dict(nodes: int) -> dict[str, Any]:
                 # 100,000 compute addresses do not fit in 198.18.0.0/15 beside the other planes,
                 # so compute takes 10.0.0.0/14. This is plan data only: design() is pure
                 # computation, nothing is configured or sent anywhere.
-                "subnet": "10.0.0.0/14",
+                "subnet": subnets["compute"],
                 "technology": "infiniband",
                 "speed": "NDR",
                 "fabric": {
                     "style": "rail-optimized",
                     "switch": {"model": f"generic-{comp_radix}xNDR", "radix": comp_radix, "port_speed": "NDR"},
-                },
+                } | taper_for(nodes),
             },
             "storage": {
-                "subnet": "198.18.128.0/17",
+                "subnet": subnets["storage"],
                 "technology": "roce",
                 "speed": "200G",
                 "fabric": {
@@ -109,7 +130,7 @@ def spec_dict(nodes: int) -> dict[str, Any]:
         "groups": [
             {
                 "name": "gpu",
-                "nodes": f"gpu[{1:05d}-{nodes:05d}]",
+                "nodes": f"gpu[{1:0{pad}d}-{nodes:0{pad}d}]",
                 "gpus": GPUS_PER_NODE,
                 "gpu_model": "H100-SXM5",
                 "nics": {
