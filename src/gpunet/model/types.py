@@ -121,8 +121,19 @@ def check_subnet6(value: IPv6Network) -> IPv6Network:
     return value
 
 
+# 10.0.0.5/24 already in normal form: no leading zeros, a prefix length. plan.json holds a million
+# of these at 1M GPUs; IPv4Interface takes ~20 us each, this ~2. Anything else takes the slow path.
+CANONICAL_INTERFACE = re.compile(r"(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})\.(0|[1-9][0-9]{0,2})/(0|[1-9][0-9]?)", re.ASCII)
+
+
 def _as_interface(value: str) -> str:
     """10.0.0.5/24, normalized; a unicast host address."""
+    fast = CANONICAL_INTERFACE.fullmatch(value)
+    if fast is not None:
+        a, b, c, d, prefix = map(int, fast.groups())
+        if max(a, b, c, d) <= 255 and prefix <= 32:
+            _refuse_special_host(IPv4Address((a << 24) | (b << 16) | (c << 8) | d))
+            return value
     interface = IPv4Interface(value)
     if "/" not in value:
         raise ValueError(f"{value!r}: write the address with its prefix (10.0.0.5/24)")
