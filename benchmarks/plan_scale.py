@@ -211,8 +211,8 @@ def warm_imports() -> None:
     """Import what the files load on first use (the drawing, failure and growth analysis), so that
     every size's time is its own work, not a fixed ~0.5 s of imports that flatters the per-node
     ratio of the largest size against the smallest."""
-    import gpunet.decide.failures  # noqa: F401, PLC0415
-    import gpunet.decide.growth  # noqa: F401, PLC0415
+    import gpunet.decide.failures  # noqa: PLC0415
+    import gpunet.decide.growth  # noqa: PLC0415
     import gpunet.report.drawing  # noqa: F401, PLC0415
 
 
