@@ -14,7 +14,8 @@ from gpunet.model.plan import Plan
 from gpunet.spec.examples import ALL_EXAMPLES, DEFAULT_EXAMPLE, EXAMPLES, SCALE_EXAMPLES, example_text
 from gpunet.spec.plan import design_loaded, load, plan_of
 
-__all__ = ["ALL_EXAMPLES", "DEFAULT_EXAMPLE", "EXAMPLES", "SCALE_EXAMPLES", "Flow", "design_spec", "example_text", "flows", "init_example", "load",
+__all__ = ["ALL_EXAMPLES", "DEFAULT_EXAMPLE", "EXAMPLES", "SCALE_EXAMPLES", "Flow", "design_spec", "example_text",
+           "flows", "init_example", "load",
            "load_plan", "management_addresses", "plan_spec", "validate_spec"]
 
 
