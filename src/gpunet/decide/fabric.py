@@ -35,7 +35,7 @@ class Fabric:
     adjacency: Counter[tuple[str, str]] = field(default_factory=Counter)  # (lower, upper) switch -> cables
     pair_gbps: Counter[tuple[str, str]] = field(default_factory=Counter)
     first_cable: dict[tuple[str, str], Cable] = field(default_factory=dict)
-    attach: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))  # node -> leaf -> cables
+    attach: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> leaf -> cables
     node_gbps: dict[str, int] = field(default_factory=dict)
     cables: int = 0
     direct: list[Link] = field(default_factory=list)
@@ -69,11 +69,25 @@ class Fabric:
         return fabric
 
     def _add_all(self, links: Iterable[Link]) -> None:
-        """Cables between the same two devices are added together: one pass over 10^5 cables."""
+        """Cables between the same two devices are added together: one pass over 10^6 cables. A
+        node's cables, most of them, are tallied right there (node -> leaf -> [cables, Gb/s])."""
         pairs: dict[tuple[str, str, str], list[int]] = {}
+        nodes: dict[str, dict[str, list[int]]] = {}
         first = self.first_cable
         for link in links:
             a, b = link.a, link.b
+            if link.tier == "node_leaf":
+                leaves = nodes.get(a.device)
+                if leaves is None:
+                    leaves = nodes[a.device] = {}
+                tally = leaves.get(b.device)
+                if tally is None:
+                    leaves[b.device] = [1, link.gbps]
+                    first[a.device, b.device] = (a.device, a.port, b.device, b.port)
+                else:
+                    tally[0] += 1
+                    tally[1] += link.gbps
+                continue
             key = (link.tier, a.device, b.device)
             found = pairs.get(key)
             if found is None:
@@ -86,6 +100,21 @@ class Fabric:
                 self.direct.append(link)
         for (tier, lower, upper), (count, gbps) in pairs.items():
             self._add(tier, lower, upper, count, gbps)
+        self._add_nodes(nodes)
+
+    def _add_nodes(self, nodes: dict[str, dict[str, list[int]]]) -> None:
+        """The node-leaf cables, as _add would count them pair by pair."""
+        down, total, cables = self.down, 0, 0
+        for node, leaves in nodes.items():
+            self.attach[node] = {leaf: count for leaf, (count, _) in leaves.items()}
+            for leaf, (count, gbps) in leaves.items():
+                down[leaf] += gbps
+                total += gbps
+                cables += count
+                self.node_gbps[node] = gbps // count  # the last leaf's, as pair by pair
+        if nodes:
+            self.totals["node_leaf"] += total
+        self.cables += cables
 
     def _add(self, tier: str, lower: str, upper: str, count: int, gbps: int) -> None:
         self.cables += count
@@ -93,10 +122,6 @@ class Fabric:
         if tier == "direct":
             return
         self.down[upper] += gbps
-        if tier == "node_leaf":
-            self.attach[lower][upper] += count
-            self.node_gbps[lower] = gbps // count
-            return
         self.up[lower] += gbps
         self.below[upper][lower] += gbps
         self.above[lower][upper] = None
