@@ -55,6 +55,7 @@ class Fabric:
     core_nodes: dict[str, int] = field(default_factory=dict)  # nodes under the pods a core joins
     by_tier: dict[str, list[str]] = field(default_factory=dict)  # leaf/spine/core -> switches, in plan order
     _reach: dict[frozenset[str], int] = field(default_factory=dict)
+    _reach_of: dict[str, int] = field(default_factory=dict)
     _lost: dict[tuple[tuple[str, int], ...], float] = field(default_factory=dict)
 
     @classmethod
@@ -185,11 +186,26 @@ class Fabric:
 
     def reach(self, spine: str) -> int:
         """Nodes in other pods that reach this spine's pod through its cores (spines joining the same
-        cores share the count of nodes under pods that touch them)."""
-        cores = frozenset(self.above.get(spine, ()))
-        if cores not in self._reach:
-            self._reach[cores] = sum(n for p, n in self.pod_nodes.items() if self.pod_cores[p] & cores)
-        return self._reach[cores] - (self.pod_nodes[self.pod_of[spine]] if cores else 0)
+        cores share the count of nodes under pods that touch them); kept per spine, which every
+        uplink below it asks again."""
+        known = self._reach_of.get(spine)
+        if known is None:
+            cores = frozenset(self.above.get(spine, ()))
+            if cores not in self._reach:
+                self._reach[cores] = sum(n for p, n in self.pod_nodes.items() if self.pod_cores[p] & cores)
+            known = self._reach_of[spine] = self._reach[cores] - (self.pod_nodes[self.pod_of[spine]] if cores else 0)
+        return known
+
+    def rail_drops(self, uplinks: Iterable[tuple[str, int]]) -> dict[int, int]:
+        """rail_drop(leaf, 0, gbps) summed over (leaf, gbps) pairs: what a spine's loss takes per rail."""
+        total: dict[int, int] = {}
+        for leaf, gbps in uplinks:
+            rail = self.rail_of.get(leaf)
+            if rail is None or rail not in self.rails:
+                continue
+            down, up = self.down[leaf], self.up[leaf]
+            total[rail] = total.get(rail, 0) + min(down, up) - min(down, up - gbps)
+        return total
 
     def rail_drop(self, leaf: str, down_lost: int, up_lost: int, whole: bool = False) -> dict[int, int]:
         """Gb/s a rail loses when its leaf loses down_lost toward the nodes and up_lost toward the

@@ -15,7 +15,6 @@ with the element removed (networkx)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -137,10 +136,8 @@ def _spine(f: Fabric, spine: str) -> _Candidate:
     pod = f.pod_of[spine]
     within = pairs_of(f.pod_nodes[pod]) - f.pod_sharing[pod]
     losing = within + f.pod_nodes[pod] * f.reach(spine)
-    rail_lost: Counter[int] = Counter()
-    for leaf, gbps in f.below[spine].items():
-        rail_lost.update(f.rail_drop(leaf, 0, gbps))
-    return _Candidate(name=spine, losing=losing, removed=spine, rail_lost=dict(rail_lost),
+    rail_lost = f.rail_drops(f.below[spine].items())
+    return _Candidate(name=spine, losing=losing, removed=spine, rail_lost=rail_lost,
                       lost={"leaf_spine": f.down[spine], "spine_core": f.up[spine]},
                       pairs="pairs under different leaves" + (" of its pod, and from its pod to others"
                                                               if f.cores else ""))
