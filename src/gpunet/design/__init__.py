@@ -28,7 +28,7 @@ from gpunet.design.routing import plane_routing, route_plane
 from gpunet.design.stability import check_stable
 from gpunet.design.switches import pool_problems, reserved_for_switches, with_management
 from gpunet.errors import DesignError, SpecProblem
-from gpunet.model.base import bulk_objects, keep_built
+from gpunet.model.base import bulk_objects
 from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.plan import (
     Cabling,
@@ -56,9 +56,7 @@ def design(spec: Spec, previous: Plan | None = None) -> Plan:
     addresses, slots and cables (as long as each plane's planned size still holds it)."""
     with bulk_objects():
         try:
-            plan = _design(spec, previous)
-            keep_built(len(plan.links))
-            return plan
+            return _design(spec, previous)
         except ValidationError as exc:  # the plan's own consistency check: a spec check is missing
             raise DesignError([SpecProblem(f"the plan of this spec is inconsistent: {_first(exc)}", (),
                                            "the spec passed its checks; please report this with the spec")]) from None

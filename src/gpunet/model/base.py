@@ -19,31 +19,30 @@ class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+# Objects a bulk build leaves alive (the collector's young-generation count) from which they are
+# frozen at its end: ~50 000 cables' worth. Below it (every test's small plan) nothing is frozen.
+FREEZE_FROM = 250_000
+
+
 @contextmanager
 def bulk_objects() -> Iterator[None]:
     """Pause the cyclic garbage collector while building millions of acyclic models (a 100k-GPU
-    plan): its full passes over them would double or triple the time. Restored on exit."""
+    plan): its full passes over them would double or triple the time. Restored on exit.
+
+    A large build's survivors (the Plan just designed or read) are then handed to the collector's
+    permanent generation (gc.freeze) before it is enabled again: otherwise the first allocation after
+    it walks every one of them as young objects (2 s for a 12 500-node plan read back), and later
+    full passes again. They are still freed by reference counting; only a cycle among them would
+    never be collected, and a plan has none."""
     collecting = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        if gc.get_count()[0] >= FREEZE_FROM:
+            gc.freeze()
         if collecting:
             gc.enable()
-
-
-FREEZE_FROM = 50_000  # objects a Plan holds about 5 per cable: from ~250 000 of them, freezing pays
-
-
-def keep_built(cables: int) -> None:
-    """A large Plan just built or read is immutable and lives to the end of the command: hand every
-    object alive now to the collector's permanent generation, so its later full passes (rendering
-    the files, the failure analysis) never walk the plan's millions of objects again (a fifth of the
-    files' time at 12 500 nodes). They are still freed by reference counting; only a cycle made
-    before this point would never be collected, and a plan has none. Small plans (every test's)
-    are left alone."""
-    if cables >= FREEZE_FROM:
-        gc.freeze()
 
 
 def trusted(cls: type[M], fields: set[str], values: dict[str, Any]) -> M:

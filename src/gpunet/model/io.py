@@ -9,7 +9,7 @@ from pydantic import BaseModel, ValidationError
 
 from gpunet.errors import PlanError, UsageError
 from gpunet.files.inputs import read_bytes
-from gpunet.model.base import bulk_objects, keep_built
+from gpunet.model.base import bulk_objects
 from gpunet.model.plan import PLAN_SCHEMA_VERSION, Plan
 
 MAX_PLAN_BYTES = 4 << 30  # a 12 500-node (100k-GPU) plan.json is 129 MB, a 125 000-node (1M-GPU) one 1.4 GB
@@ -40,7 +40,6 @@ def read_plan(path: Path) -> Plan:
         _check_version(path, raw)
         raise PlanError(f"{path}: not a valid plan: {_located(exc)}") from None
     _check_version(path, raw, plan.schema_version)
-    keep_built(len(plan.links))
     return plan
 
 
