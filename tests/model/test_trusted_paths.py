@@ -5,14 +5,15 @@ its addressed interfaces) equal to model_construct / model_copy, field for field
 from __future__ import annotations
 
 import random
-from ipaddress import IPv4Interface
+from collections.abc import Callable
+from ipaddress import IPv4Interface, IPv4Network
 
 import pytest
 
 from gpunet.design.fabric import link
 from gpunet.model.base import updated
 from gpunet.model.plan import Interface, Link, Port
-from gpunet.model.types import _as_interface
+from gpunet.model.types import _as_interface, _as_network, check_subnet
 
 
 def slow_interface(value: str) -> str:
@@ -63,3 +64,21 @@ def test_an_updated_interface_is_the_copied_one() -> None:
     fast, slow = updated(iface, change), iface.model_copy(update=change)
     assert fast == slow and fast.model_dump_json() == slow.model_dump_json()
     assert fast.__getstate__() == slow.__getstate__()
+
+
+def test_a_canonical_network_is_taken_as_the_slow_path_takes_it() -> None:
+    """Host bits, prefixes, special blocks: the same value or the same refusal, word for word."""
+    rng = random.Random(31)
+    for _ in range(20_000):
+        prefix, value = rng.randrange(33), rng.getrandbits(32)
+        if rng.random() < 0.7:
+            value &= ~((1 << (32 - prefix)) - 1) & 0xFFFFFFFF
+        text = f"{value >> 24}.{(value >> 16) & 255}.{(value >> 8) & 255}.{value & 255}/{prefix}"
+        assert outcome(_as_network, text) == outcome(lambda t: str(check_subnet(IPv4Network(t))), text)
+
+
+def outcome(check: Callable[[str], str], text: str) -> tuple[str | None, str | None]:
+    try:
+        return check(text), None
+    except ValueError as exc:
+        return None, str(exc)
