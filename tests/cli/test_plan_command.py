@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from gpunet.cli.main import app
 from gpunet.model.io import read_plan
-from gpunet.spec.examples import EXAMPLES
+from gpunet.spec.examples import EXAMPLES, SCALE_EXAMPLES
 
 runner = CliRunner()
 
@@ -60,8 +60,8 @@ def test_plan_human_output_names_every_plane(tmp_path: Path) -> None:
 
 def test_examples_and_init_round_trip(tmp_path: Path) -> None:
     listed = json.loads(runner.invoke(app, ["examples", "--json"]).stdout)
-    assert set(listed) == set(EXAMPLES)
-    for name in EXAMPLES:
+    assert set(listed) == set(EXAMPLES) | set(SCALE_EXAMPLES)
+    for name in EXAMPLES:  # the scale examples: tests/spec/test_scale_example.py
         target = tmp_path / f"{name}.yaml"
         assert runner.invoke(app, ["init", "--example", name, "-o", str(target)]).exit_code == 0
         check = runner.invoke(app, ["validate", str(target), "--json"])

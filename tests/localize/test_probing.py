@@ -3,14 +3,15 @@ and a traced path becomes the Plan's cables only when it follows them."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
 
 from gpunet.fabric.cabling import cable_name
 from gpunet.fabric.observed import End
-from gpunet.localize.probing import HopMap, ProbeFlow, endpoints, flows_per_pair, make_flows, pairs
-from gpunet.model.plan import Plan
+from gpunet.localize.probing import Endpoint, HopMap, ProbeFlow, endpoints, flows_per_pair, make_flows, pairs
+from gpunet.model.plan import Link, Plan, Port
 from tests.render.rendered import example_plan
 
 
@@ -35,6 +36,24 @@ def test_every_endpoint_sends_across_leaves_and_every_leaf_receives(plan: Plan) 
     assert len(chosen) == len(found)
     assert all(src.leaf != dst.leaf for src, dst in chosen)
     assert set(Counter(dst.leaf for _, dst in chosen)) == {e.leaf for e in found}
+
+
+def test_pairing_a_million_gpu_sized_plane_is_linear() -> None:
+    """125,000 nodes' 8 rails over their leaves: each endpoint picks its peer's leaf by position,
+    never by listing every other leaf (that was 10^10 steps at 1M GPUs); every pair crosses
+    leaves and never joins a node to itself, and the leaves are taken in turn."""
+    link = Link(plane="compute", tier="node_leaf", a=Port(device="n", port="ib0"), b=Port(device="l", port="1"),
+                gbps=400)
+    found = [Endpoint(f"gpu{n:06d}", f"ib{r}", "10.0.0.1", f"comp-leaf{(n // 84) * 8 + r:05d}", link)
+             for n in range(20_000) for r in range(8)]
+    started = time.process_time()
+    chosen = pairs(found)
+    assert time.process_time() - started < 5
+    assert len(chosen) == len(found)
+    assert all(src.leaf != dst.leaf and src.node != dst.node for src, dst in chosen)
+    leaves = sorted({e.leaf for e in found})
+    others = [leaf for leaf in leaves if leaf != found[5].leaf]
+    assert chosen[5][1].leaf == others[5 % len(others)]
 
 
 def test_flows_are_distinct_five_tuples(plan: Plan) -> None:

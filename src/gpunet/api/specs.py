@@ -11,10 +11,11 @@ from gpunet.model.flows import Flow
 from gpunet.model.io import read_plan
 from gpunet.model.nodeset import describe
 from gpunet.model.plan import Plan
-from gpunet.spec.examples import DEFAULT_EXAMPLE, EXAMPLES, example_text
+from gpunet.spec.examples import ALL_EXAMPLES, DEFAULT_EXAMPLE, EXAMPLES, SCALE_EXAMPLES, example_text
 from gpunet.spec.plan import design_loaded, load, plan_of
 
-__all__ = ["DEFAULT_EXAMPLE", "EXAMPLES", "Flow", "design_spec", "example_text", "flows", "init_example", "load",
+__all__ = ["ALL_EXAMPLES", "DEFAULT_EXAMPLE", "EXAMPLES", "SCALE_EXAMPLES", "Flow", "design_spec", "example_text",
+           "flows", "init_example", "load",
            "load_plan", "management_addresses", "plan_spec", "validate_spec"]
 
 
@@ -62,8 +63,8 @@ def flows(source: Path | None) -> tuple[Flow, ...]:
 
 def init_example(name: str, out: Path, *, force: bool) -> None:
     """Write a built-in example spec to start from."""
-    if name not in EXAMPLES:
-        raise UsageError(f"no example {name!r}; known: {', '.join(EXAMPLES)}")
+    if name not in ALL_EXAMPLES:
+        raise UsageError(f"no example {name!r}; known: {', '.join(ALL_EXAMPLES)}")
     if out.exists() and not force:
         raise UsageError(f"{out} exists (hint: --force to overwrite)")
     out.write_text(example_text(name))

@@ -248,10 +248,10 @@ def examples(as_json: JsonOpt = False) -> None:
     from gpunet.api import specs
 
     if as_json:
-        print(json.dumps(specs.EXAMPLES, indent=1))
+        print(json.dumps(specs.ALL_EXAMPLES, indent=1))
         return
     table = Table("name", "what it is")
-    for name, text in specs.EXAMPLES.items():
+    for name, text in specs.ALL_EXAMPLES.items():
         table.add_row(name, text)
     print_table(table)
 

@@ -29,11 +29,13 @@ class Fabric:
     down: Counter[str] = field(default_factory=Counter)  # switch -> Gb/s toward the nodes
     up: Counter[str] = field(default_factory=Counter)  # switch -> Gb/s toward the core
     below: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))  # upper -> lower -> Gb/s
-    above: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    # lower -> the switches above it, in cable order (a dict, not a set: the worst uplink among equals
+    # is the first, the same in every run, whatever the hash seed)
+    above: dict[str, dict[str, None]] = field(default_factory=lambda: defaultdict(dict))
     adjacency: Counter[tuple[str, str]] = field(default_factory=Counter)  # (lower, upper) switch -> cables
     pair_gbps: Counter[tuple[str, str]] = field(default_factory=Counter)
     first_cable: dict[tuple[str, str], Cable] = field(default_factory=dict)
-    attach: dict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))  # node -> leaf -> cables
+    attach: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> leaf -> cables
     node_gbps: dict[str, int] = field(default_factory=dict)
     cables: int = 0
     direct: list[Link] = field(default_factory=list)
@@ -53,6 +55,7 @@ class Fabric:
     core_nodes: dict[str, int] = field(default_factory=dict)  # nodes under the pods a core joins
     by_tier: dict[str, list[str]] = field(default_factory=dict)  # leaf/spine/core -> switches, in plan order
     _reach: dict[frozenset[str], int] = field(default_factory=dict)
+    _reach_of: dict[str, int] = field(default_factory=dict)
     _lost: dict[tuple[tuple[str, int], ...], float] = field(default_factory=dict)
 
     @classmethod
@@ -67,11 +70,25 @@ class Fabric:
         return fabric
 
     def _add_all(self, links: Iterable[Link]) -> None:
-        """Cables between the same two devices are added together: one pass over 10^5 cables."""
+        """Cables between the same two devices are added together: one pass over 10^6 cables. A
+        node's cables, most of them, are tallied right there (node -> leaf -> [cables, Gb/s])."""
         pairs: dict[tuple[str, str, str], list[int]] = {}
+        nodes: dict[str, dict[str, list[int]]] = {}
         first = self.first_cable
         for link in links:
             a, b = link.a, link.b
+            if link.tier == "node_leaf":
+                leaves = nodes.get(a.device)
+                if leaves is None:
+                    leaves = nodes[a.device] = {}
+                tally = leaves.get(b.device)
+                if tally is None:
+                    leaves[b.device] = [1, link.gbps]
+                    first[a.device, b.device] = (a.device, a.port, b.device, b.port)
+                else:
+                    tally[0] += 1
+                    tally[1] += link.gbps
+                continue
             key = (link.tier, a.device, b.device)
             found = pairs.get(key)
             if found is None:
@@ -84,6 +101,21 @@ class Fabric:
                 self.direct.append(link)
         for (tier, lower, upper), (count, gbps) in pairs.items():
             self._add(tier, lower, upper, count, gbps)
+        self._add_nodes(nodes)
+
+    def _add_nodes(self, nodes: dict[str, dict[str, list[int]]]) -> None:
+        """The node-leaf cables, as _add would count them pair by pair."""
+        down, total, cables = self.down, 0, 0
+        for node, leaves in nodes.items():
+            self.attach[node] = {leaf: count for leaf, (count, _) in leaves.items()}
+            for leaf, (count, gbps) in leaves.items():
+                down[leaf] += gbps
+                total += gbps
+                cables += count
+                self.node_gbps[node] = gbps // count  # the last leaf's, as pair by pair
+        if nodes:
+            self.totals["node_leaf"] += total
+        self.cables += cables
 
     def _add(self, tier: str, lower: str, upper: str, count: int, gbps: int) -> None:
         self.cables += count
@@ -91,13 +123,9 @@ class Fabric:
         if tier == "direct":
             return
         self.down[upper] += gbps
-        if tier == "node_leaf":
-            self.attach[lower][upper] += count
-            self.node_gbps[lower] = gbps // count
-            return
         self.up[lower] += gbps
         self.below[upper][lower] += gbps
-        self.above[lower].add(upper)
+        self.above[lower][upper] = None
         self.adjacency[lower, upper] += count
         self.pair_gbps[lower, upper] += gbps
 
@@ -135,7 +163,7 @@ class Fabric:
             sharing[pod] += n * (self.shared[key] - 1)
         self.pod_sharing = Counter({pod: ordered // 2 for pod, ordered in sharing.items()})
         for spine in self.tier_switches("spine"):
-            self.pod_cores[self.pod_of[spine]] |= self.above.get(spine, set())
+            self.pod_cores[self.pod_of[spine]].update(self.above.get(spine, ()))
         self.core_pods = {core: {self.pod_of[s] for s in self.below[core]} for core in self.tier_switches("core")}
         self.core_nodes = {core: sum(self.pod_nodes[p] for p in pods) for core, pods in self.core_pods.items()}
 
@@ -158,11 +186,26 @@ class Fabric:
 
     def reach(self, spine: str) -> int:
         """Nodes in other pods that reach this spine's pod through its cores (spines joining the same
-        cores share the count of nodes under pods that touch them)."""
-        cores = frozenset(self.above.get(spine, ()))
-        if cores not in self._reach:
-            self._reach[cores] = sum(n for p, n in self.pod_nodes.items() if self.pod_cores[p] & cores)
-        return self._reach[cores] - (self.pod_nodes[self.pod_of[spine]] if cores else 0)
+        cores share the count of nodes under pods that touch them); kept per spine, which every
+        uplink below it asks again."""
+        known = self._reach_of.get(spine)
+        if known is None:
+            cores = frozenset(self.above.get(spine, ()))
+            if cores not in self._reach:
+                self._reach[cores] = sum(n for p, n in self.pod_nodes.items() if self.pod_cores[p] & cores)
+            known = self._reach_of[spine] = self._reach[cores] - (self.pod_nodes[self.pod_of[spine]] if cores else 0)
+        return known
+
+    def rail_drops(self, uplinks: Iterable[tuple[str, int]]) -> dict[int, int]:
+        """rail_drop(leaf, 0, gbps) summed over (leaf, gbps) pairs: what a spine's loss takes per rail."""
+        total: dict[int, int] = {}
+        for leaf, gbps in uplinks:
+            rail = self.rail_of.get(leaf)
+            if rail is None or rail not in self.rails:
+                continue
+            down, up = self.down[leaf], self.up[leaf]
+            total[rail] = total.get(rail, 0) + min(down, up) - min(down, up - gbps)
+        return total
 
     def rail_drop(self, leaf: str, down_lost: int, up_lost: int, whole: bool = False) -> dict[int, int]:
         """Gb/s a rail loses when its leaf loses down_lost toward the nodes and up_lost toward the

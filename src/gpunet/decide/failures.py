@@ -15,7 +15,6 @@ with the element removed (networkx)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -137,10 +136,8 @@ def _spine(f: Fabric, spine: str) -> _Candidate:
     pod = f.pod_of[spine]
     within = pairs_of(f.pod_nodes[pod]) - f.pod_sharing[pod]
     losing = within + f.pod_nodes[pod] * f.reach(spine)
-    rail_lost: Counter[int] = Counter()
-    for leaf, gbps in f.below[spine].items():
-        rail_lost.update(f.rail_drop(leaf, 0, gbps))
-    return _Candidate(name=spine, losing=losing, removed=spine, rail_lost=dict(rail_lost),
+    rail_lost = f.rail_drops(f.below[spine].items())
+    return _Candidate(name=spine, losing=losing, removed=spine, rail_lost=rail_lost,
                       lost={"leaf_spine": f.down[spine], "spine_core": f.up[spine]},
                       pairs="pairs under different leaves" + (" of its pod, and from its pod to others"
                                                               if f.cores else ""))
@@ -171,20 +168,29 @@ def _leaf_spine_cables(f: Fabric) -> Iterator[_Candidate]:
     for leaf in f.tier_switches("leaf"):
         inside = f.pod_nodes[f.pod_of[leaf]]
         attached = [(f.class_size[k], f.shared[k]) for k in f.classes_at.get(leaf, [])]
-        options = [_uplink(f, leaf, spine, inside, attached) for spine in f.above.get(leaf, ())]
+        # Uplinks differ only in their speed and their spine's reach: each such class is scored once
+        # (a 1M-GPU plane has 500 000 leaf-spine pairs and a few classes per leaf), the first
+        # uplink of the worst class named.
+        scored: dict[tuple[int, int], tuple[float, float, int]] = {}
+        options = []
+        for spine in f.above.get(leaf, ()):
+            one = f.pair_gbps[leaf, spine] // f.adjacency[leaf, spine]
+            reach = f.reach(spine)
+            score = scored.get((one, reach))
+            if score is None:
+                score = scored[one, reach] = _uplink_score(f, leaf, one, inside + reach, attached)
+            options.append((score, spine, one))
         if options:
-            _, spine, one, losing = max(options, key=lambda o: o[0])
+            score, spine, one = max(options, key=lambda o: o[0])
             cable = f.first_cable[leaf, spine]
             yield _Candidate(name=f.cable_name(cable), lost={"leaf_spine": one}, rail_lost=f.rail_drop(leaf, 0, one),
-                             losing=losing, removed=cable, pairs=f"pairs across leaves from {leaf}")
+                             losing=score[2], removed=cable, pairs=f"pairs across leaves from {leaf}")
 
 
-def _uplink(f: Fabric, leaf: str, spine: str, inside: int, attached: list[tuple[int, int]]
-            ) -> tuple[tuple[float, float, int], str, int, int]:
-    one = f.pair_gbps[leaf, spine] // f.adjacency[leaf, spine]
-    outside = inside + f.reach(spine)
+def _uplink_score(f: Fabric, leaf: str, one: int, outside: int, attached: list[tuple[int, int]]
+                  ) -> tuple[float, float, int]:
     losing = sum(n * (outside - shared) for n, shared in attached)
-    return (f.bisection_lost({"leaf_spine": one}), f.rail_lost(f.rail_drop(leaf, 0, one)), losing), spine, one, losing
+    return f.bisection_lost({"leaf_spine": one}), f.rail_lost(f.rail_drop(leaf, 0, one)), losing
 
 
 def _spine_core_cables(f: Fabric) -> Iterator[_Candidate]:

@@ -15,7 +15,7 @@ from gpunet.decide.memo import last_plan
 from gpunet.design.layout import LeafShape, SizingError, UpperShape, leaf_shape, upper_shape
 from gpunet.model.plan import FabricBasis, Plan, Plane
 
-MAX_NODES = 1_000_000  # past anything a NodeSet of the spec can name
+MAX_NODES = 1_000_000  # as many as a NodeSet of the spec can name
 
 
 @last_plan

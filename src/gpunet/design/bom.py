@@ -123,6 +123,18 @@ class _MediaCounter:
                 if cage is not None:
                     self.cages.add(cage)
 
+    def repeat(self, link: Link, times: int) -> None:
+        """`times` more cables like `link` (already added) on a plane without breakout: every count
+        of theirs grows alike, one fiber and two transceivers, or one assembly, each."""
+        plane, media = self.planes[link.plane], self.media[link.plane, link.tier, link.gbps]
+        cable = self._line("cable", link, cable_model(plane.technology, media, link.gbps), media)
+        cable.count += times
+        cable.cables += times
+        if media in OPTICAL:
+            ends = self._line("transceiver", link, transceiver_model(plane.technology, media, link.gbps, 1), media)
+            ends.ports += 2 * times
+            ends.count += 2 * times
+
     def lines(self) -> list[BomLine]:
         return [BomLine.model_validate({"item": item, "plane": plane, "tier": tier, "model": model, "media": media,
                                         "count": t.total, "cables": t.cables, "ports": t.ports})
@@ -134,7 +146,24 @@ def _cage(end: Port, legs: int) -> int:
 
 
 def _media_lines(planes: Sequence[Plane], links: Iterable[Link], switch_names: set[str]) -> list[BomLine]:
+    """On a plane without breakout every end is one port: cables of the same plane, tier, speed and
+    kind of ends (switch or node) count alike, so each such class is counted in full once and its
+    other cables added by number (a 1M-GPU plan has 2.3M cables and a dozen classes). Lines keep
+    the order of the cables that first needed them."""
     counter = _MediaCounter(planes, switch_names)
+    single_port = {p.name for p in planes if p.cabling.breakout == 1}
+    first: dict[tuple[str, str, int, bool, bool], Link] = {}
+    more: Counter[tuple[str, str, int, bool, bool]] = Counter()
     for link in links:
-        counter.add(link)
+        if link.plane not in single_port:
+            counter.add(link)
+            continue
+        key = (link.plane, link.tier, link.gbps, link.a.device in switch_names, link.b.device in switch_names)
+        if key in first:
+            more[key] += 1
+        else:
+            first[key] = link
+            counter.add(link)
+    for kind, link in first.items():
+        counter.repeat(link, more[kind])
     return counter.lines()

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from math import ceil
 
 from gpunet.design.layout import LeafShape, SizingError, UpperShape, leaf_shape, upper_shape
-from gpunet.design.naming import switch_name
+from gpunet.design.naming import port_name, switch_name
 from gpunet.errors import DesignError, SpecProblem
+from gpunet.model.base import trusted
 from gpunet.model.plan import FabricBasis, Link, LinkTier, Port, Switch, Tier
 from gpunet.model.spec import PlaneName, PlaneSpec
 
@@ -39,13 +40,15 @@ LINK_FIELDS, PORT_FIELDS = set(Link.model_fields), set(Port.model_fields)
 
 
 def link(plane: PlaneName, tier: LinkTier, a: tuple[str, str], b: tuple[str, str], gbps: int) -> Link:
-    # model_construct with the field set given: these come from our own arithmetic, and at 10^5-10^6
-    # cables validation (or letting pydantic work out the set fields) costs seconds.
-    return Link.model_construct(
-        LINK_FIELDS, plane=plane, tier=tier, gbps=gbps,
-        a=Port.model_construct(PORT_FIELDS, device=a[0], port=a[1]),
-        b=Port.model_construct(PORT_FIELDS, device=b[0], port=b[1]),
-    )
+    # Built as trusted: these come from our own arithmetic, and at 10^5-10^6 cables validation
+    # (or model_construct's default resolution) costs seconds. The Plan's own validator still
+    # checks every cable's ends against its switches and nodes.
+    return trusted(Link, LINK_FIELDS, {
+        "plane": plane, "tier": tier,
+        "a": trusted(Port, PORT_FIELDS, {"device": a[0], "port": a[1]}),
+        "b": trusted(Port, PORT_FIELDS, {"device": b[0], "port": b[1]}),
+        "gbps": gbps, "p2p": None,
+    })
 
 
 def problem(plane: PlaneName, message: str, key: str = "style", hint: str = "") -> DesignError:
@@ -154,7 +157,7 @@ def _single_switch(
                       "radix", "use style spine-leaf (or auto), or a larger switch")
     leaf = _switch(plane, spec, "leaf", 0)
     links = [
-        link(plane, "node_leaf", (a.node, ifname), (leaf.name, str(slots[a.node] * nics + i + 1)), a.gbps)
+        link(plane, "node_leaf", (a.node, ifname), (leaf.name, port_name(slots[a.node] * nics + i + 1)), a.gbps)
         for a in attached for i, ifname in enumerate(a.interfaces)
     ]
     shape = LeafShape(1, radix // nics, nics, planned * nics, 0)
@@ -206,7 +209,7 @@ def _node_links(
         for nic, ifname in enumerate(a.interfaces):
             leaf, port = _leaf_index(shape, slots[a.node], nic)
             links.append(link(plane, "node_leaf", (a.node, ifname),
-                              (switch_name(plane, "leaf", leaf), str(port)), a.gbps))
+                              (switch_name(plane, "leaf", leaf), port_name(port)), a.gbps))
     return links
 
 
@@ -243,8 +246,8 @@ def _leaf_spine_links(
             spine = switch_name(plane, "spine", pod * upper.spines_per_pod + j)
             for t in range(per_pair):
                 leaf_port = shape.down_ports + j * per_pair + t + 1
-                links.append(link(plane, "leaf_spine", (switch_name(plane, "leaf", leaf), str(leaf_port)),
-                                  (spine, str(local * per_pair + t + 1)), gbps))
+                links.append(link(plane, "leaf_spine", (switch_name(plane, "leaf", leaf), port_name(leaf_port)),
+                                  (spine, port_name(local * per_pair + t + 1)), gbps))
     return links
 
 
@@ -259,6 +262,6 @@ def _spine_core_links(plane: PlaneName, spec: PlaneSpec, upper: UpperShape, pods
                 core = switch_name(plane, "core", j * upper.cores_per_group + m)
                 for t in range(per_pair):
                     spine_port = upper.spine_down_ports + m * per_pair + t + 1
-                    links.append(link(plane, "spine_core", (spine, str(spine_port)),
-                                      (core, str(pod * per_pair + t + 1)), gbps))
+                    links.append(link(plane, "spine_core", (spine, port_name(spine_port)),
+                                      (core, port_name(pod * per_pair + t + 1)), gbps))
     return links

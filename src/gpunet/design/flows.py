@@ -27,15 +27,26 @@ class Members:
         self.nodes = list(nodes)
         self.spec = spec
         self.names = [n.name for n in self.nodes]
+        self._by_role: dict[str, list[str]] = {}
+        for n in self.nodes:
+            self._by_role.setdefault(n.role, []).append(n.name)
+        # Each plane's addressed nodes once, in node order: every flow asks, and a 1M-GPU plan
+        # has 125 000 nodes of a dozen interfaces each.
+        self._addressed: dict[str, list[str]] = {}
+        for n in self.nodes:
+            for plane in dict.fromkeys(i.plane for i in n.interfaces if i.address):
+                self._addressed.setdefault(plane, []).append(n.name)
 
     def role(self, *roles: str) -> list[str]:
+        """The nodes of these roles, in node order."""
+        if len(roles) == 1:
+            return list(self._by_role.get(roles[0], ()))
         return [n.name for n in self.nodes if n.role in roles]
 
     def on(self, plane: str, names: list[str]) -> list[str]:
-        """The names with an address on the plane (only they can send or receive there)."""
+        """The names with an address on the plane (only they can send or receive there), in node order."""
         wanted = set(names)
-        return [n.name for n in self.nodes if n.name in wanted and any(
-            i.plane == plane and i.address for i in n.interfaces)]
+        return [n for n in self._addressed.get(plane, ()) if n in wanted]
 
     def subnet(self, plane: str) -> str:
         return str(self.spec.planes[plane].subnet)  # type: ignore[index]  # a PlaneName, checked by the caller
@@ -94,7 +105,8 @@ def _ssh(m: Members) -> Iterator[Flow | None]:
         return
     site = m.spec.site
     bastion = [site.bastion] if site.bastion in m.names else []
-    inner = [n for n in m.names if n not in bastion and n not in m.role("login")]
+    outside = {*bastion, *m.role("login")}
+    inner = [n for n in m.names if n not in outside]
     subnets = [str(site.admin_subnet)] if site.admin_subnet else ([] if bastion else [m.subnet("management")])
     yield _flow(m, ("ssh", "tcp", "22", "management"), bastion, inner,
                 "SSH from the admin range and through the bastion", from_subnets=tuple(subnets))
@@ -152,7 +164,8 @@ def _data_planes(m: Members) -> Iterator[Flow | None]:
 def _storage(m: Members) -> Iterator[Flow | None]:
     if "storage" not in m.spec.planes:
         return
-    clients = m.on("storage", [n for n in m.names if n not in m.role("storage")])
+    servers = set(m.role("storage"))
+    clients = m.on("storage", [n for n in m.names if n not in servers])
     for service, protocol, ports in STORAGE_SERVICES:
         yield _flow(m, (service, protocol, ports, "storage"), clients, m.role("storage"),
                     "storage clients to the storage servers")

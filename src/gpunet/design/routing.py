@@ -20,6 +20,7 @@ from ipaddress import IPv4Address, IPv4Network
 
 from gpunet.design.pools import IndexPool, sticky
 from gpunet.errors import DesignError, SpecProblem
+from gpunet.model.base import updated
 from gpunet.model.plan import Link, Plan, PlaneRouting, Switch
 from gpunet.model.spec import PlaneName, PlaneSpec
 from gpunet.model.switch_spec import RoutingSpec, private_asn_range
@@ -64,8 +65,10 @@ def route_plane(plane: PlaneName, routing: PlaneRouting, switches: list[Switch],
     p2p, most = _p2p(plane, routing, links, previous)
     if problems + more + most:
         raise DesignError(problems + more + most)
-    routed = [s.model_copy(update={"asn": asns[s.name], "loopback": loopbacks[s.name]}) for s in switches]
-    return routed, [c.model_copy(update={"p2p": p2p[_cable(c)]}) if _cable(c) in p2p else c for c in links]
+    # trusted copies: the numbers are this module's own arithmetic, and the Plan's validator checks
+    # every /31 and loopback once more
+    routed = [updated(s, {"asn": asns[s.name], "loopback": loopbacks[s.name]}) for s in switches]
+    return routed, [updated(c, {"p2p": p2p[_cable(c)]}) if _cable(c) in p2p else c for c in links]
 
 
 def asn_group(switch: Switch) -> str:

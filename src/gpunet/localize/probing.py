@@ -117,17 +117,23 @@ def endpoints(plan: Plan, plane: str) -> list[Endpoint]:
 
 def pairs(found: Sequence[Endpoint]) -> list[tuple[Endpoint, Endpoint]]:
     """Each endpoint sends to one on another leaf, leaves taken in turn so every leaf sends to and
-    receives from several others; on a one-leaf plane, to the next endpoint."""
+    receives from several others; on a one-leaf plane, to the next endpoint. Linear: the leaf is
+    picked by position among the others (a million endpoints over 12 000 leaves listed every other
+    leaf per endpoint), the peer among that leaf's endpoints skipping only the sender's own."""
     by_leaf: dict[str, list[Endpoint]] = defaultdict(list)
     for endpoint in found:
         by_leaf[endpoint.leaf].append(endpoint)
     leaves = sorted(by_leaf)
+    position = {leaf: i for i, leaf in enumerate(leaves)}
+    nodes_on = {leaf: {e.node for e in on} for leaf, on in by_leaf.items()}
     chosen = []
     for index, endpoint in enumerate(found):
-        others = [leaf for leaf in leaves if leaf != endpoint.leaf]
-        if others:
-            leaf = others[index % len(others)]
-            candidates = [e for e in by_leaf[leaf] if e.node != endpoint.node] or by_leaf[leaf]
+        if len(leaves) > 1:
+            k = index % (len(leaves) - 1)  # the k-th of the leaves other than the sender's
+            leaf = leaves[k if k < position[endpoint.leaf] else k + 1]
+            candidates = by_leaf[leaf]
+            if endpoint.node in nodes_on[leaf]:
+                candidates = [e for e in candidates if e.node != endpoint.node] or candidates
             chosen.append((endpoint, candidates[index % len(candidates)]))
         elif len(found) > 1:
             chosen.append((endpoint, found[(index + 1) % len(found)]))

@@ -12,7 +12,7 @@ from gpunet.files.inputs import read_bytes
 from gpunet.model.base import bulk_objects
 from gpunet.model.plan import PLAN_SCHEMA_VERSION, Plan
 
-MAX_PLAN_BYTES = 1 << 30  # a 12 500-node (100k-GPU) plan.json is 129 MB
+MAX_PLAN_BYTES = 4 << 30  # a 12 500-node (100k-GPU) plan.json is 129 MB, a 125 000-node (1M-GPU) one 1.4 GB
 
 
 def plan_digest(plan: Plan) -> str:
