@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gpunet.errors import LabError, LabUsageError
 from gpunet.lab import congestion
+from gpunet.lab.access import COUNTERS_NOTE, LAB_PLAN, node_argv, node_argv_for
 from gpunet.lab.addressing import LAB_RANGE
 from gpunet.lab.blueprint import Blueprint, Namespace, build_blueprint
 from gpunet.lab.lldpd import TX_INTERVAL_S, lldpd_available, silent_ports, start_lldpd, wait_for_sockets
@@ -59,7 +60,6 @@ from gpunet.runner import CommandRunner, run_local
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
 ETC_NETNS = Path("/etc/netns")
-LAB_PLAN = "plan.json"  # the plan in lab addresses: `doctor --plan` inside a lab server
 
 
 def _silent(step: str, done: int, total: int) -> None:
@@ -166,10 +166,6 @@ def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> 
         routes={n.name: tuple(c for c in n.commands if c.startswith("route ")) for n in bp.namespaces},
         addresses={n.name: tuple(c for c in n.commands if c.startswith("addr add ")) for n in bp.namespaces},
     )
-
-
-COUNTERS_NOTE = ("loss faults are nftables drops: they move no interface error counter, so `gpunet localize --lab` "
-                 "finds them by probing every equal-cost path; port-counter localization runs on `gpunet ibsim`")
 
 
 NEIGHBOURS_NOTE = (f"while a lab is up the host's neighbour table, which every namespace shares, holds up to "
@@ -329,19 +325,6 @@ def _lldp_ports(bp: Blueprint) -> dict[str, set[str]]:
 def _prefix(bp: Blueprint, ns: str) -> list[str]:
     kind = next(n.kind for n in bp.namespaces if n.name == ns)
     return node_argv_for(bp.lab_id, ns, []) if kind == "server" else ["ip", "netns", "exec", ns]
-
-
-def node_argv_for(lab_id: str, namespace: str, command: Sequence[str]) -> list[str]:
-    uts = lab_dir(lab_id) / "uts" / namespace
-    return ["nsenter", f"--uts={uts}", "ip", "netns", "exec", namespace, *command]
-
-
-def node_argv(lab_id: str, node: str, command: Sequence[str]) -> list[str]:
-    """argv that runs `command` inside a lab server (its network, hostname and /etc/hosts)."""
-    state = _require(lab_id)
-    if node not in state.servers:
-        raise LabUsageError(f"no server {node!r} in lab {lab_id}; servers: {', '.join(sorted(state.servers))}")
-    return node_argv_for(lab_id, state.servers[node], command)
 
 
 def lab_exec(lab_id: str, node: str, command: Sequence[str], run: CommandRunner = run_local,

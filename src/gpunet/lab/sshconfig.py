@@ -4,7 +4,7 @@ known_hosts and multiplexing sockets in the lab directory, and a lab server as t
 from __future__ import annotations
 
 from gpunet.errors import LabUsageError
-from gpunet.lab.build import LAB_PLAN
+from gpunet.lab.access import LAB_PLAN
 from gpunet.lab.state import lab_dir, read_state
 from gpunet.model.io import read_plan
 from gpunet.render.ssh import SshClient, render_ssh_config
