@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from tests.zygote import run_gpunet
+
 pytestmark = pytest.mark.spread  # independent tests: any free worker takes each (tests/conftest.py)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,9 +38,9 @@ map: [ -f $CFGDIR/groups ] && f=$CFGDIR/groups || f=$CFGDIR/groups.d/local.cfg; 
 
 def gpunet(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`python -m gpunet ARGS` as a user runs it (a fresh process: environment, cwd, exit status)."""
-    return subprocess.run([sys.executable, "-m", "gpunet", *args], capture_output=True, text=True, cwd=cwd,
-                          env=os.environ | (env or {}), timeout=timeout, check=False)
+    """`python -m gpunet ARGS` as a user runs it (a fresh process: environment, cwd, exit status),
+    forked from a started interpreter (tests/zygote.py: this module runs gpunet about 130 times)."""
+    return run_gpunet(list(args), cwd=cwd, env=os.environ | (env or {}), timeout=timeout)
 
 
 def refused(done: subprocess.CompletedProcess[str], *needles: str) -> None:
