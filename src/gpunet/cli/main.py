@@ -184,6 +184,7 @@ def render(
     """Render every node's configuration: OUT/nodes/<node>/etc/..., OUT/admin/{ssh_config,ansible,slurm}."""
     from gpunet.api import plans
 
+    plans.refuse_non_directory(out)  # before designing the built-in example or reading a plan
     plan_ = plans.load_plan(source)
     targets = chosen_targets(target, plans.TARGETS) or None
     with stderr.status("rendering…", spinner="dots"):
