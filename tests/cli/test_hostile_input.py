@@ -6,6 +6,7 @@ tests/lab/test_lab_hostile.py."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -262,6 +263,7 @@ def forked_gpunet(*args: str, kill_at: int | None = None) -> int:
     for name in WARM:  # imported here once, not again in each of the 80 children
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
+    gc.freeze()  # the children's collector skips this process's heap (no copying it page by page)
     pid = os.fork()
     if pid == 0:  # the child: never return into pytest
         code = 70
@@ -277,6 +279,7 @@ def forked_gpunet(*args: str, kill_at: int | None = None) -> int:
             code = exc.code if isinstance(exc.code, int) else 1
         finally:
             os._exit(code)
+    gc.unfreeze()  # pytest's own heap is collected again
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
