@@ -16,6 +16,7 @@ from gpunet.render.slurm import render_network_conf
 from gpunet.spec.checks import spec_warnings
 from gpunet.spec.examples import EXAMPLES, example_text
 from gpunet.spec.loader import parse_spec
+from tests.render.rendered import example_plan
 
 SCHEDULER = "  scheduler: {controller: login01}  # Slurm: slurmctld on login01; its ports go into the firewall\n"
 
@@ -32,7 +33,7 @@ def flow(plan: Plan, service: str, protocol: str = "tcp") -> dict[str, object]:
 
 @pytest.mark.parametrize("example", sorted(EXAMPLES))
 def test_nccl_sockets_sit_on_the_plane_the_bootstrap_flow_opens(example: str) -> None:
-    plan = plan_of(example_text(example))
+    plan = example_plan(example)  # designed once per process, shared with the other modules
     bootstrap = [f for f in plan.flows if f.service == "job-bootstrap"]
     for node in plan.nodes:
         sockets = next((s.value for s in nccl_settings(plan, node) if s.name == "NCCL_SOCKET_IFNAME"), None)
