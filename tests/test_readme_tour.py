@@ -18,7 +18,6 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +25,7 @@ import pytest
 
 from gpunet.lab.build import lab_down
 from tests.labs import lab_id
+from tests.zygote import run_gpunet
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -147,8 +147,7 @@ def _run(command: TourCommand, cwd: Path, lab: str | None) -> subprocess.Complet
             (cwd / word).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(REPO / word, cwd / word)
     env = {k: v for k, v in os.environ.items() if k not in {"COLUMNS", "LINES"}}
-    done = subprocess.run([sys.executable, "-m", "gpunet", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=COMMAND_TIMEOUT_S, check=False, env=env)
+    done = run_gpunet(args, cwd=cwd, env=env, timeout=COMMAND_TIMEOUT_S)
     if command.stdout_to is not None:
         (cwd / command.stdout_to).write_text(done.stdout, encoding="utf-8")
     return done

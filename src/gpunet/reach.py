@@ -25,9 +25,17 @@ from gpunet.fabric.counters import EthPortErrors
 from gpunet.fleet import ClusterShellRunner, lab_runner
 from gpunet.fleet.groups import resolve_nodes
 from gpunet.fleet.node_gpunet import launch_argv
-from gpunet.lab.access import DeviceRun, apply_paths, device_runners, hop_addresses, lab_key, lab_plan_path
+from gpunet.lab.access import (
+    COUNTERS_NOTE,
+    DeviceRun,
+    apply_paths,
+    device_runners,
+    hop_addresses,
+    lab_key,
+    lab_plan_path,
+    node_argv,
+)
 from gpunet.lab.access import switch_counters as lab_switch_counters
-from gpunet.lab.build import COUNTERS_NOTE, node_argv
 from gpunet.lab.ibsim import run_tool, sim_plan
 from gpunet.lab.ibsim_topology import SIM_SPEED_CAP
 from gpunet.lab.state import LabState, check_id, lab_dir, read_state

@@ -8,7 +8,7 @@ import pytest
 
 from gpunet.api import load_plan
 from gpunet.bench import pattern_rounds
-from gpunet.bench.compare import compare_simulated
+from gpunet.bench.simulated import compare_simulated
 from gpunet.bench.store import Measurement, add_measurements, start_run
 from gpunet.design import design
 from gpunet.errors import UsageError

@@ -5,6 +5,9 @@ tests/lab/test_lab_hostile.py."""
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import importlib
 import json
 import os
 import shutil
@@ -18,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.zygote import run_gpunet
 
 pytestmark = pytest.mark.spread  # independent tests: any free worker takes each (tests/conftest.py)
 
@@ -36,9 +41,9 @@ map: [ -f $CFGDIR/groups ] && f=$CFGDIR/groups || f=$CFGDIR/groups.d/local.cfg; 
 
 def gpunet(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """`python -m gpunet ARGS` as a user runs it (a fresh process: environment, cwd, exit status)."""
-    return subprocess.run([sys.executable, "-m", "gpunet", *args], capture_output=True, text=True, cwd=cwd,
-                          env=os.environ | (env or {}), timeout=timeout, check=False)
+    """`python -m gpunet ARGS` as a user runs it (a fresh process: environment, cwd, exit status),
+    forked from a started interpreter (tests/zygote.py: this module runs gpunet about 130 times)."""
+    return run_gpunet(list(args), cwd=cwd, env=os.environ | (env or {}), timeout=timeout)
 
 
 def refused(done: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -243,12 +248,22 @@ def _killed_at(limit: int) -> None:
     os.replace, os.rename, os.unlink = counted(os.replace), counted(os.rename), counted(os.unlink)
 
 
+# What `gpunet plan` imports when it runs (its command, the renderers, the drawing): a missing one
+# (an older gpunet) is left to the child.
+WARM = ("gpunet.api.plans", "gpunet.cli.compare", "gpunet.report.drawing", "gpunet.decide.growth",
+        "gpunet.decide.failures")
+
+
 def forked_gpunet(*args: str, kill_at: int | None = None) -> int:
     """`gpunet ARGS` in a forked child of this process, its exit status as subprocess gives it (-9
     when killed): the same code and a process of its own to kill, without an interpreter's start
     (the kill test runs plan about 80 times)."""
     from gpunet.cli.main import app  # noqa: PLC0415 - the module itself imports no gpunet (see its docstring)
 
+    for name in WARM:  # imported here once, not again in each of the 80 children
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    gc.freeze()  # the children's collector skips this process's heap (no copying it page by page)
     pid = os.fork()
     if pid == 0:  # the child: never return into pytest
         code = 70
@@ -264,6 +279,7 @@ def forked_gpunet(*args: str, kill_at: int | None = None) -> int:
             code = exc.code if isinstance(exc.code, int) else 1
         finally:
             os._exit(code)
+    gc.unfreeze()  # pytest's own heap is collected again
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 

@@ -7,15 +7,14 @@ from pathlib import Path
 
 from gpunet.design import design
 from gpunet.model.plan import Plan
-from gpunet.spec.examples import example_text
-from gpunet.spec.loader import load_spec, parse_spec
+from gpunet.spec.loader import load_spec
+from tests.render import rendered
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
-@cache
 def example_plan(name: str) -> Plan:
-    return design(parse_spec(example_text(name))[0])
+    return rendered.example_plan(name)  # one cache for every module of the process
 
 
 @cache

@@ -16,6 +16,7 @@ from gpunet.render.slurm import render_network_conf
 from gpunet.spec.checks import spec_warnings
 from gpunet.spec.examples import EXAMPLES, example_text
 from gpunet.spec.loader import parse_spec
+from tests.render.rendered import example_plan
 
 SCHEDULER = "  scheduler: {controller: login01}  # Slurm: slurmctld on login01; its ports go into the firewall\n"
 
@@ -32,13 +33,14 @@ def flow(plan: Plan, service: str, protocol: str = "tcp") -> dict[str, object]:
 
 @pytest.mark.parametrize("example", sorted(EXAMPLES))
 def test_nccl_sockets_sit_on_the_plane_the_bootstrap_flow_opens(example: str) -> None:
-    plan = plan_of(example_text(example))
+    plan = example_plan(example)  # designed once per process, shared with the other modules
     bootstrap = [f for f in plan.flows if f.service == "job-bootstrap"]
+    reached = set(parse_nodeset(bootstrap[0].to_nodes)) if len(bootstrap) == 1 else set()  # once, not per node
     for node in plan.nodes:
         sockets = next((s.value for s in nccl_settings(plan, node) if s.name == "NCCL_SOCKET_IFNAME"), None)
         if sockets is None:
             continue
-        assert len(bootstrap) == 1 and node.name in parse_nodeset(bootstrap[0].to_nodes)
+        assert len(bootstrap) == 1 and node.name in reached
         planes = {i.plane for i in node.interfaces if i.layer3 in sockets.lstrip("=").split(",")}
         assert planes == {bootstrap[0].plane}, (node.name, sockets)
 

@@ -22,6 +22,7 @@ from gpunet.model.spec import Spec
 from gpunet.spec.examples import EXAMPLES, example_text
 from gpunet.spec.loader import parse_spec
 from tests.design.invariants import assert_plan_invariants, assert_switch_numbering
+from tests.render.rendered import example_plan
 
 
 def spec(nodes: int, planned: int | None = 128, **routing: Any) -> Spec:
@@ -104,7 +105,7 @@ def test_spec_pools_and_asns_are_used() -> None:
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
 def test_every_switch_of_every_example_has_a_management_address(name: str) -> None:
-    plan = design(parse_spec(example_text(name))[0])
+    plan = example_plan(name)  # designed once per process, shared with the other modules
     assert all(s.management for s in plan.switches)
     assert_switch_numbering(plan)
 

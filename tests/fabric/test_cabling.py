@@ -18,6 +18,7 @@ from gpunet.model.plan import Link, Plan
 from gpunet.probe.lldp import LldpNeighbor
 from gpunet.spec.examples import EXAMPLES, example_text
 from gpunet.spec.loader import parse_spec
+from tests.render.rendered import example_plan
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "ibnetdiscover"
 TINY = FIXTURES / "ibsim-0.10-tiny-hdr-healthy" / "spec.yaml"
@@ -71,7 +72,7 @@ def tiny_ib() -> Plan:
 
 @pytest.mark.parametrize("example", sorted(EXAMPLES))
 def test_a_fabric_cabled_as_planned_has_no_finding(example: str) -> None:
-    plan = plan_of(example_text(example))
+    plan = example_plan(example)  # designed once per process, shared with the other modules
     report = check_cabling(plan, as_planned(plan, planes_of(plan)), planes_of(plan))
     assert report.findings == ()
     assert report.counts == {"ok": len(plan.links)} or not plan.links

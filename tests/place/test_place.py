@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from gpunet.design import design
 from gpunet.errors import UsageError
 from gpunet.model.plan import Plan
 from gpunet.place import place
 from gpunet.place.trials import trials
 from gpunet.sim import SimOptions
-from gpunet.spec.examples import example_text
-from gpunet.spec.loader import parse_spec
+from tests.render.rendered import example_plan
 
 GiB = 1 << 30
 
 
 def example(name: str) -> Plan:
-    return design(parse_spec(example_text(name), name)[0])
+    return example_plan(name)  # designed once per process, shared with the other modules
 
 
 @pytest.fixture(scope="module")

@@ -28,14 +28,14 @@ from gpunet.render.switch.sonic import render_config_db, render_sonic_frr
 from gpunet.spec.examples import EXAMPLES, example_text
 from gpunet.spec.loader import parse_spec
 from tests.render import validators as v
+from tests.render.rendered import example_plan
 from tests.render.sonic_yang import yanglint
 
 SWITCH_TARGETS = list(SWITCH_RENDERERS)
 
 
-@cache
 def plan_of(example: str) -> Plan:
-    return design(parse_spec(example_text(example))[0])
+    return example_plan(example)  # designed once per process, shared with the other modules
 
 
 @cache

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gpunet.bench import PATTERNS, Fabric, Selection, bench_nodes, pattern_rounds
 from gpunet.bench.aggregate import aggregate
-from gpunet.bench.compare import FAILING, Comparison, compare_runs, compare_simulated
+from gpunet.bench.compare import FAILING, Comparison, compare_runs
 from gpunet.bench.heatmap import cells_of, percent_matrix, write_png
 from gpunet.bench.history import save_aggregates, set_expected
 from gpunet.bench.launch import TOOLS, NcclJob, pick_launcher
@@ -223,6 +223,8 @@ def compare(db: Path, baseline: int, current: int | None, *, rules: Path | None 
     if simulated:
         if current is not None or plan is None:
             raise UsageError("--simulated compares one run with its simulation: give one run id and --plan")
+        # The simulator brings numpy (0.15 s of start-up): only the command that simulates pays for it.
+        from gpunet.bench.simulated import compare_simulated  # noqa: PLC0415
         return compare_simulated(db, baseline, plan_of(plan), rules)
     if current is None:
         raise UsageError("give two run ids (baseline, current), or one with --simulated --plan")

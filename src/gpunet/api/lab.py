@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from gpunet.errors import UsageError
-from gpunet.lab import build, faults, ibsim
+from gpunet.lab import access, build, faults, ibsim
 from gpunet.lab.ibsim import RoutingUsed
 from gpunet.lab.ibsim_state import IbFault, IbsimState, read_sim
 from gpunet.lab.ready import DEFAULT_DEADLINE_S, Readiness
@@ -47,7 +47,7 @@ def status(lab: str | None = None) -> list[LabState]:
 
 def exec_argv(lab: str, node: str, command: Sequence[str]) -> list[str]:
     """argv that runs `command` inside a lab server (its network, hostname and /etc/hosts)."""
-    return build.node_argv(lab, node, command)
+    return access.node_argv(lab, node, command)
 
 
 def ssh_config(lab: str, bastion: str | None, out: Path | None) -> Path:

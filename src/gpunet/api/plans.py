@@ -24,7 +24,7 @@ from gpunet.api.specs import (
 from gpunet.decide.catalog import Catalog, example_catalog_text, load_catalog
 from gpunet.decide.cost import Costing, price_plan
 from gpunet.errors import SpecProblem, UsageError
-from gpunet.files.write import write_files
+from gpunet.files.write import refuse_non_directory, write_files
 from gpunet.fleet.groups import resolve_nodes
 from gpunet.model.nodeset import describe
 from gpunet.model.plan import Node, Plan
@@ -35,7 +35,8 @@ from gpunet.render.plan_output import write_plan_set
 
 __all__ = ["DEFAULT_EXAMPLE", "EXAMPLES", "TARGETS", "Catalog", "Costing", "Flow", "design_spec",
            "example_catalog_text", "example_text", "flows", "init_example", "load", "load_catalog", "load_plan",
-           "management_addresses", "plan_into", "plan_spec", "render_plan", "summary", "validate_spec", "write_plan"]
+           "management_addresses", "plan_into", "plan_spec", "refuse_non_directory", "render_plan", "summary",
+           "validate_spec", "write_plan"]
 
 
 def plan_into(spec_path: Path | None, out_dir: Path, *, fresh: bool, catalog: Catalog | None = None
@@ -43,6 +44,7 @@ def plan_into(spec_path: Path | None, out_dir: Path, *, fresh: bool, catalog: Ca
     """`gpunet plan`: design against OUT/plan.json (unless fresh) and replace OUT's plan files as
     one set, the previous plan.json kept as plan.json.1; the changed files, the spec's warnings and,
     with a catalog, the priced bill of materials (in bom.csv and summary.md too)."""
+    refuse_non_directory(out_dir)  # before the design, which can take seconds
     recover_plan_output(out_dir)  # a killed earlier run: its old or new set, before reading it
     plan, warnings = design_spec(spec_path, None if fresh else out_dir / "plan.json")
     costing = price_plan(plan, catalog) if catalog is not None else None

@@ -12,12 +12,10 @@ from typing import Annotated, Literal, NamedTuple
 from pydantic import Field, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
-from gpunet.bench.simulated import simulated_run
 from gpunet.bench.store import Measurement, load_run
 from gpunet.errors import SpecError, SpecProblem, UsageError
 from gpunet.files.yamldoc import read_document
 from gpunet.model.base import Frozen
-from gpunet.model.plan import Plan
 from gpunet.model.spec import PlaneName
 from gpunet.spec.loader import parse_yaml_document, real_errors
 
@@ -201,13 +199,6 @@ def compare_runs(db: Path, baseline: int, current: int, rules_file: Path | None 
         raise UsageError(f"run {baseline} measured with {old_info.tool}, run {current} with {new_info.tool}: "
                          "compare runs of one tool")
     return compare(old, new, rules)
-
-
-def compare_simulated(db: Path, run: int, plan: Plan, rules_file: Path | None = None) -> list[Comparison]:
-    """A stored iperf3 run (current) against the simulation of its own pairs, round by round (baseline)."""
-    rules = load_rules(rules_file)
-    info, measured = load_run(db, run)
-    return compare(simulated_run(plan, info, measured), measured, rules)
 
 
 def load_rules(path: Path | None) -> Rules:

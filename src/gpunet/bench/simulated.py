@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from pathlib import Path
 
 from gpunet.bench import bench_nodes, pattern_rounds
-from gpunet.bench.store import Measurement, RunInfo
+from gpunet.bench.compare import Comparison, compare, load_rules
+from gpunet.bench.store import Measurement, RunInfo, load_run
 from gpunet.errors import UsageError
 from gpunet.model.plan import Plan
 from gpunet.sim.engine import nic_of
@@ -56,3 +58,10 @@ def _simulate(fabric: SimFabric, batch: list[Measurement], streams: int, seed: i
         result.append(m.model_copy(update={"value": m.expected * min(1.0, rate / line), "status": "ok", "raw": "",
                                            "health": (), "reason": None, "attempts": 1}))
     return result
+
+
+def compare_simulated(db: Path, run: int, plan: Plan, rules_file: Path | None = None) -> list[Comparison]:
+    """A stored iperf3 run (current) against the simulation of its own pairs, round by round (baseline)."""
+    rules = load_rules(rules_file)
+    info, measured = load_run(db, run)
+    return compare(simulated_run(plan, info, measured), measured, rules)

@@ -138,7 +138,6 @@ def plan(
 ) -> None:
     """Design the fabric, addresses, cabling and bill of materials; write them to OUT."""
     from gpunet.api import plans
-    from gpunet.cli.compare import print_decisions
 
     parts = plans.load_catalog(catalog) if catalog is not None else None  # a bad catalog exits 2 first
     with stderr.status("designing the plan…", spinner="dots"):
@@ -147,6 +146,8 @@ def plan(
         print(json.dumps(plans.summary(result, costing) | {"out": str(out), "changed": changed,
                                                      "warnings": [str(w) for w in warnings]}, indent=1))
         return
+    from gpunet.cli.compare import print_decisions  # brings the simulator (numpy): only for this table
+
     _warn(warnings)
     _print_plan(result)
     print_decisions(result, costing)
@@ -184,6 +185,7 @@ def render(
     """Render every node's configuration: OUT/nodes/<node>/etc/..., OUT/admin/{ssh_config,ansible,slurm}."""
     from gpunet.api import plans
 
+    plans.refuse_non_directory(out)  # before designing the built-in example or reading a plan
     plan_ = plans.load_plan(source)
     targets = chosen_targets(target, plans.TARGETS) or None
     with stderr.status("rendering…", spinner="dots"):

@@ -9,17 +9,34 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from gpunet.errors import LabUsageError
 from gpunet.fabric.counters import EthPortErrors, parse_ip_link_stats
-from gpunet.lab.build import node_argv_for
 from gpunet.lab.frr import vtysh_argv
 from gpunet.lab.lldpd import lldpcli_argv
 from gpunet.lab.routes import port_number
 from gpunet.lab.sshd import servers_root, sshd_pid_dir
-from gpunet.lab.state import LAB_PLAN, LabState, lab_dir
+from gpunet.lab.state import LAB_PLAN, LabState, lab_dir, read_state
 from gpunet.model.plan import Plan
 from gpunet.runner import run_local
 
 DeviceRun = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str]"]
+COUNTERS_NOTE = ("loss faults are nftables drops: they move no interface error counter, so `gpunet localize --lab` "
+                 "finds them by probing every equal-cost path; port-counter localization runs on `gpunet ibsim`")
+
+
+def node_argv_for(lab_id: str, namespace: str, command: Sequence[str]) -> list[str]:
+    uts = lab_dir(lab_id) / "uts" / namespace
+    return ["nsenter", f"--uts={uts}", "ip", "netns", "exec", namespace, *command]
+
+
+def node_argv(lab_id: str, node: str, command: Sequence[str]) -> list[str]:
+    """argv that runs `command` inside a lab server (its network, hostname and /etc/hosts)."""
+    state = read_state(lab_id)
+    if state is None:
+        raise LabUsageError(f"no lab {lab_id!r}; `gpunet lab up` builds one")
+    if node not in state.servers:
+        raise LabUsageError(f"no server {node!r} in lab {lab_id}; servers: {', '.join(sorted(state.servers))}")
+    return node_argv_for(lab_id, state.servers[node], command)
 
 
 def lab_plan_path(lab_id: str) -> Path:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from gpunet.errors import LabError, LabUsageError
 from gpunet.lab import congestion
+from gpunet.lab.access import COUNTERS_NOTE, node_argv, node_argv_for
 from gpunet.lab.addressing import LAB_RANGE
 from gpunet.lab.blueprint import Blueprint, Namespace, build_blueprint
 from gpunet.lab.frr import FrrStart, choose_routing, converged_pending, stop_frr
@@ -183,10 +184,6 @@ def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> 
 
 NO_BGP_NOTE = ("routing: FRR is installed but no switch runs it: no plane of this plan is routed with eBGP "
                "(InfiniBand planes keep static routes, single-switch planes are bridges)")
-
-COUNTERS_NOTE = ("loss faults are nftables drops: they move no interface error counter, so `gpunet localize --lab` "
-                 "finds them by probing every equal-cost path; port-counter localization runs on `gpunet ibsim`")
-
 
 NEIGHBOURS_NOTE = (f"while a lab is up the host's neighbour table, which every namespace shares, holds up to "
                    f"{LAB_LIMITS['gc_thresh3']} entries (net.ipv4.neigh.default.gc_thresh3; the last lab down "
@@ -368,19 +365,6 @@ def _lldp_ports(bp: Blueprint) -> dict[str, set[str]]:
 def _prefix(bp: Blueprint, ns: str) -> list[str]:
     kind = next(n.kind for n in bp.namespaces if n.name == ns)
     return node_argv_for(bp.lab_id, ns, []) if kind == "server" else ["ip", "netns", "exec", ns]
-
-
-def node_argv_for(lab_id: str, namespace: str, command: Sequence[str]) -> list[str]:
-    uts = lab_dir(lab_id) / "uts" / namespace
-    return ["nsenter", f"--uts={uts}", "ip", "netns", "exec", namespace, *command]
-
-
-def node_argv(lab_id: str, node: str, command: Sequence[str]) -> list[str]:
-    """argv that runs `command` inside a lab server (its network, hostname and /etc/hosts)."""
-    state = _require(lab_id)
-    if node not in state.servers:
-        raise LabUsageError(f"no server {node!r} in lab {lab_id}; servers: {', '.join(sorted(state.servers))}")
-    return node_argv_for(lab_id, state.servers[node], command)
 
 
 def lab_exec(lab_id: str, node: str, command: Sequence[str], run: CommandRunner = run_local,
