@@ -153,9 +153,14 @@ class FrrStart:
 
 
 def _let_frr_through(lab_dir: Path) -> None:
-    """The labs' root and this lab's directory: root's, group frr may pass through (0710)."""
+    """This lab's directory and its FRR folder: root's, group frr may pass through (0710). The labs'
+    root is passable by anyone (0711: names cannot be listed, a lab's own directory stays closed),
+    so a user without root is still told that a lab does not exist rather than refused."""
+    root = lab_dir.parent
+    root.mkdir(mode=0o711, exist_ok=True)
+    root.chmod(root.stat().st_mode & 0o7777 | 0o011)
     gid = grp.getgrnam(FRR_USER).gr_gid
-    for folder in (lab_dir.parent, lab_dir, lab_dir / SUBDIR):
+    for folder in (lab_dir, lab_dir / SUBDIR):
         folder.mkdir(mode=0o700, exist_ok=True)
         os.chown(folder, 0, gid)
         folder.chmod(0o710)

@@ -214,7 +214,7 @@ def free_slot(lab_id: str) -> int:
 def labs_lock() -> Iterator[None]:
     """One lab changes at a time on a machine: slots, the shared host route and state files."""
     root = labs_root()
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    root.mkdir(parents=True, exist_ok=True, mode=0o711)  # passable, not listable: each lab's directory is 0700
     with (root / ".lock").open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
