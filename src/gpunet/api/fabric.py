@@ -4,6 +4,7 @@ Each takes exactly one source; `gpunet.reach` gets at it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -117,6 +118,9 @@ def _planes(plan: Plan, wanted: list[str], *, infiniband: bool) -> list[str]:
     return chosen
 
 
+PROMETHEUS_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]{0,127}")
+
+
 @dataclass(frozen=True)
 class LocalizeSource:
     """Where the evidence comes from: exactly one of a lab (probing), a simulator's or a saved
@@ -126,9 +130,10 @@ class LocalizeSource:
     ibsim: str | None = None
     ibqueryerrors: Path | None = None
     prometheus: str | None = None
+    switch_label: str = "instance"  # the Prometheus label that names a switch (--switch-label)
 
     def chosen(self) -> str:
-        given = [f"--{name}" for name, value in vars(self).items() if value is not None]
+        given = [f"--{name}" for name, value in vars(self).items() if value is not None and name != "switch_label"]
         if len(given) != 1:
             raise UsageError("give exactly one of --lab, --ibsim, --ibqueryerrors, --prometheus (got "
                              f"{', '.join(given) or 'none'})")
@@ -142,6 +147,9 @@ def localize(source: LocalizeSource, *, plan: Path | None = None, planes: list[s
     kind = source.chosen()
     if kind in ("--ibqueryerrors", "--prometheus") and plan is None:
         raise UsageError(f"{kind} needs --plan: the plan.json (or spec) the ports are named from")
+    if not PROMETHEUS_LABEL.fullmatch(source.switch_label):
+        raise UsageError(f"--switch-label {source.switch_label[:40]!r}: a Prometheus label name "
+                         "([a-zA-Z_][a-zA-Z0-9_]*)")
     earlier = _read_ibqueryerrors(before) if before else None
     if source.lab is not None:
         reached = Reach.of_lab(source.lab)
@@ -156,7 +164,7 @@ def localize(source: LocalizeSource, *, plan: Path | None = None, planes: list[s
     assert plan is not None
     if source.prometheus is not None:
         try:
-            return localize_prometheus(plan_of(plan), source.prometheus, window)
+            return localize_prometheus(plan_of(plan), source.prometheus, window, label=source.switch_label)
         except ParseError as exc:
             raise UsageError(f"--prometheus {source.prometheus}: {exc}") from None
     assert source.ibqueryerrors is not None

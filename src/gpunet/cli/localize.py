@@ -26,6 +26,10 @@ def localize(
     prometheus: Annotated[str | None, typer.Option("--prometheus", help="A Prometheus server's URL: switch port "
                                                                        "errors from snmp_exporter's IF-MIB series; "
                                                                        "needs --plan.")] = None,
+    switch_label: Annotated[str, typer.Option("--switch-label", help="With --prometheus: the label that names a "
+                                                                     "switch (its planned name, management address "
+                                                                     "or address:port); series without it are "
+                                                                     "named by instance.")] = "instance",
     before: Annotated[Path | None, typer.Option("--before", help="A saved ibqueryerrors output taken earlier: "
                                                                  "counts are what grew since.")] = None,
     window: Annotated[float, typer.Option("--window", min=0, max=86400, help="With --ibsim or --prometheus: "
@@ -44,7 +48,8 @@ def localize(
     equal-cost path of a lab's routed planes (--lab), InfiniBand port counters (--ibsim, or a saved
     --ibqueryerrors with --plan), or switch port counters from Prometheus (--prometheus with --plan).
     Exit 1 when one is named, 0 when the fabric looks clean, 2 on bad input, 3 when it cannot judge."""
-    source = LocalizeSource(lab=lab, ibsim=ibsim, ibqueryerrors=ibqueryerrors, prometheus=prometheus)
+    source = LocalizeSource(lab=lab, ibsim=ibsim, ibqueryerrors=ibqueryerrors, prometheus=prometheus,
+                            switch_label=switch_label)
     with stderr.status("localizing…", spinner="dots"):
         report = locate(source, plan=plan, planes=planes, before=before, window=window,
                         settings=ProbeSettings(flows_per_pair=flows_per_pair, packets=packets))

@@ -20,6 +20,7 @@ from gpunet.files.inputs import read_stream, text_of
 from gpunet.localize.counters import counter_suspects, eth_counter_suspects
 from gpunet.localize.probing import HopMap, NodeCommand, PlaneProbe, ProbeSettings, probe_plane
 from gpunet.localize.report import LocalizeReport, PlaneSummary, Suspect, merge, probing_suspect
+from gpunet.localize.snmp import coverage, map_series
 from gpunet.localize.tomography import blame
 from gpunet.model.plan import Plan
 
@@ -64,16 +65,22 @@ def localize_probing(site: ProbeSite, planes: Sequence[str] = (), settings: Prob
     return _report(plan, probes, [*site.notes, *counters.notes], time.monotonic() - started, counters.suspects)
 
 
-def localize_prometheus(plan: Plan, url: str, window: float, now: float | None = None) -> LocalizeReport:
+def localize_prometheus(plan: Plan, url: str, window: float, now: float | None = None, label: str = "instance"
+                        ) -> LocalizeReport:
     """IF-MIB error counters as snmp_exporter exports them, from a Prometheus server's HTTP API:
-    the values now and `window` seconds ago."""
+    the values now and `window` seconds ago, each series' switch named by `label` (else instance)."""
     started = time.monotonic()
     at = time.time() if now is None else now
-    after, stale = parse_prometheus_vector(prometheus_query(url, at), at)
-    before, _ = parse_prometheus_vector(prometheus_query(url, at - window), at - window) if window else ((), [])
-    reading = eth_counter_suspects(plan, before if window else None, after, window or None)
+    series, stale = parse_prometheus_vector(prometheus_query(url, at), at, label=label)
+    after = map_series(plan, series)
+    covered = coverage(plan, after, label)
+    before = None
+    if window:
+        earlier, _ = parse_prometheus_vector(prometheus_query(url, at - window), at - window, label=label)
+        before = map_series(plan, earlier).ports
+    reading = eth_counter_suspects(plan, before, after.ports, window or None)
     return LocalizeReport(suspects=tuple(reading.suspects), seconds=round(time.monotonic() - started, 2),
-                          notes=(f"switch port counters from Prometheus at {url}", *stale, *reading.notes))
+                          notes=(f"switch port counters from Prometheus at {url}", *covered, *stale, *reading.notes))
 
 
 IF_MIB_QUERY = '{__name__=~"ifInErrors|ifOutErrors|ifInDiscards|ifOutDiscards"}'
