@@ -22,10 +22,10 @@ from gpunet.errors import LabError
 from gpunet.fabric.cabling import cable_name
 from gpunet.fabric.observed import End
 from gpunet.localize.tomography import PathSample, candidates
+from gpunet.model.flows import PROBE_PORT
 from gpunet.model.plan import Link, Plan
 
 NodeCommand = Callable[[str, Sequence[str]], list[str]]  # (node, argv) -> the argv that runs it there
-PROBE_PORT = 33434  # UDP, traceroute's
 FIRST_SOURCE_PORT = 40000
 AGENT = (sys.executable, "-m", "gpunet.node.paths")
 
