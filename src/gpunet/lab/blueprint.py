@@ -101,7 +101,7 @@ def _blueprint(plan: Plan, lab_id: str, slot: int, scale: float, *, dense: bool)
                      for (n, i), a in lab_addr.items()},
         mgmt_addresses={n: str(a.ip) for (n, _), a in lab_addr.items() if a.ip in addressing[mgmt].lab_subnet},
         hosts_file=_hosts_file(plan, lab_addr), notes=_notes(plan, addressing),
-        lab_plan=lab_view(plan, addressing, lab_addr, host_addr),
+        lab_plan=with_lab_switch_addresses(lab_view(plan, addressing, lab_addr, host_addr), p2p, loopbacks),
     )
 
 
@@ -131,6 +131,19 @@ def lab_view(plan: Plan, addressing: dict[str, PlaneAddressing], lab_addr: LabAd
     site = plan.site.model_copy(update={key: IPv4Network(relocate(str(value))) for key in ("admin_subnet", "monitoring")
                                         if (value := getattr(plan.site, key)) is not None})
     return plan.model_copy(update={"planes": planes, "nodes": nodes, "flows": flows, "site": site})
+
+
+def with_lab_switch_addresses(plan: Plan, p2p: dict[tuple[str, str], IPv4Interface],
+                              loopbacks: dict[str, IPv4Address]) -> Plan:
+    """The lab's cable /31s and loopbacks in the lab's plan, where the Plan's own would be: doctor
+    and localize inside the lab map a hop's address to a cable as on a real fabric (an address of
+    the lab's that the Plan placed elsewhere would name the wrong cable, or none)."""
+    links = tuple(link.model_copy(update={"p2p": str(p2p[link.a.device, link.a.port].network)})
+                  if link.p2p and (link.a.device, link.a.port) in p2p else link for link in plan.links)
+    switches = tuple(s.model_copy(update={"loopback": str(loopbacks[s.name])}) if s.loopback and s.name in loopbacks
+                     else s
+                     for s in plan.switches)
+    return plan.model_copy(update={"links": links, "switches": switches})
 
 
 def _without_bonds(node: Node) -> list[Interface]:

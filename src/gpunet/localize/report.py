@@ -4,13 +4,16 @@ confidence and the fix; per plane, what was probed; notes on what could not be t
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated
+
+from pydantic import StringConstraints
 
 from gpunet.localize.tomography import Blame
 from gpunet.model.base import Frozen
 from gpunet.model.plan import Plan
 
-Source = Literal["probing", "counters", "probing+counters"]
+# "probing", "counters", "path-mtu", or those that agree on a cable joined by "+" ("probing+counters")
+Source = Annotated[str, StringConstraints(pattern=r"^(probing|counters|path-mtu)(\+(probing|counters|path-mtu))*$")]
 
 
 class Suspect(Frozen):
@@ -69,6 +72,16 @@ def probing_suspect(plan: Plan, plane: str, blame: Blame) -> Suspect:
                    named=blame.taken)
 
 
+def mtu_suspect(plane: str, cable: str, refusals: list[str], mtu: int) -> Suspect:
+    """A hop that says it cannot send the plane's MTU into a cable is no statistical guess: the
+    cable is named however few flows crossed it."""
+    a, b = cable.split(" ")
+    shown = refusals[:3] + ([f"... and {len(refusals) - 3} more flow(s)"] if len(refusals) > 3 else [])
+    return Suspect(cable=cable, plane=plane, source="path-mtu", confidence=0.99, evidence=tuple(shown),
+                   fix=f"set MTU {mtu} (the plane's) on both ends of the cable {a} <-> {b}: switch port and NIC; "
+                   "rerun to confirm")
+
+
 def merge(*lists: list[Suspect]) -> list[Suspect]:
     """One suspect per cable: where probing and counters agree, one entry with both evidences and
     the confidence that either is right; named first, most confident first."""
@@ -83,7 +96,9 @@ def merge(*lists: list[Suspect]) -> list[Suspect]:
             continue
         doubt = math.prod(1 - s.confidence for s in group)
         merged.append(group[0].model_copy(update={
-            "source": "probing+counters", "confidence": round(1 - doubt, 3), "named": any(s.named for s in group),
+            "source": "+".join(dict.fromkeys(s.source for s in group)), "confidence": round(1 - doubt, 3),
+            "named": any(s.named for s in group),
+            "fix": next((s.fix for s in group if s.source == "path-mtu"), group[0].fix),  # a certain cause first
             "evidence": tuple(e for s in group for e in s.evidence),
             "loss": next((s.loss for s in group if s.loss is not None), None)}))
     return sorted(merged, key=lambda s: (not s.named, -s.confidence))

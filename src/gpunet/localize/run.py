@@ -19,7 +19,7 @@ from gpunet.fabric.prometheus import parse_prometheus_vector
 from gpunet.files.inputs import read_stream, text_of
 from gpunet.localize.counters import counter_suspects, eth_counter_suspects
 from gpunet.localize.probing import HopMap, NodeCommand, PlaneProbe, ProbeSettings, probe_plane
-from gpunet.localize.report import LocalizeReport, PlaneSummary, Suspect, merge, probing_suspect
+from gpunet.localize.report import LocalizeReport, PlaneSummary, Suspect, merge, mtu_suspect, probing_suspect
 from gpunet.localize.snmp import coverage, map_series
 from gpunet.localize.tomography import blame
 from gpunet.model.plan import Plan
@@ -131,6 +131,7 @@ def _report(plan: Plan, probes: list[PlaneProbe], notes: list[str], seconds: flo
     suspects: list[Suspect] = []
     for probe in probes:
         suspects += [probing_suspect(plan, probe.plane, b) for b in blame(probe.samples)]
+        suspects += [mtu_suspect(probe.plane, cable, why, probe.mtu) for cable, why in probe.too_big.items()]
         notes += probe.notes
         uncovered = sorted(probe.cables - probe.covered)
         if uncovered:

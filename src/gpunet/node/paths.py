@@ -35,7 +35,6 @@ ICMP_FRAG_NEEDED = 4
 SO_EE_ORIGIN_ICMP = 2
 EXTENDED_ERR = struct.Struct("=IBBBBII")  # struct sock_extended_err
 MEASURE, TRACE, END = b"M", b"T", b"E"
-DISCARD_PORT = 9  # where an MTU probe goes when nothing is meant to receive it
 
 
 @dataclass
@@ -220,9 +219,11 @@ def serve(port: int, sources: list[str], seconds: float) -> dict[str, Any]:
 
 
 def mtu(flows: list[Flow], size: int, tries: int = 3, wait: float = 0.3) -> dict[int, dict[str, Any]]:
-    """Per flow: a hop that refused a `size`-byte packet with DF (its address and MTU), or {}.
-    A port-unreachable from the destination means the packet arrived whole: that flow is done."""
+    """Per flow: a hop that refused a `size`-byte packet with DF (its address and MTU, and the
+    flow's source port: a trace of the same 5-tuple takes the same path), or {}. A port-unreachable
+    from the destination means the packet arrived whole: that flow is done."""
     sockets = {f.flow: open_flow(f) for f in flows}
+    ports = {fid: sock.getsockname()[1] for fid, sock in sockets.items()}
     for sock in sockets.values():
         sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_PROBE)
     refused: dict[int, dict[str, Any]] = {}
@@ -239,7 +240,7 @@ def mtu(flows: list[Flow], size: int, tries: int = 3, wait: float = 0.3) -> dict
     finally:
         for sock in sockets.values():
             sock.close()
-    return {f.flow: refused.get(f.flow, {}) for f in flows}
+    return {f.flow: {**refused[f.flow], "sport": ports[f.flow]} if f.flow in refused else {} for f in flows}
 
 
 def _send_big(sock: socket.socket, payload: bytes, fid: int, refused: dict[int, dict[str, Any]],
