@@ -42,7 +42,7 @@ def path_mtu(ctx: Context) -> list[Outcome]:
 
 def _located(outcome: Outcome, result: PeerResult, addresses: PlanAddresses) -> Outcome:
     """A refusal named as the Plan's cable, so a person knows which one to look at."""
-    places = [located_refusal(addresses, r, result.probe.target) for r in result.refusals]
+    places = list(dict.fromkeys(located_refusal(addresses, r, result.probe.target) for r in result.refusals))
     if outcome.verdict != "fail" or not places:
         return outcome
     cables = "; ".join(places)

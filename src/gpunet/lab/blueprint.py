@@ -14,7 +14,7 @@ from gpunet.lab.addressing import LAB_RANGE, BlockCarver, PlaneAddressing, lab_b
 from gpunet.lab.routes import host_routes, port_if
 from gpunet.lab.state import AddressPair
 from gpunet.lab.state import VethState as Veth
-from gpunet.model.plan import Interface, Link, Node, Plan
+from gpunet.model.plan import Interface, Link, Node, Plan, PlaneRouting
 from gpunet.model.tuning import tcp_buffer_sysctls
 
 HOST_PORT = "host"  # the switch port the host's veth plugs into
@@ -81,6 +81,7 @@ def _blueprint(plan: Plan, lab_id: str, slot: int, scale: float, *, dense: bool)
     veths.append(Veth(a_ns="", a_if=host_if, b_ns=ns[mgmt_leaf], b_if=HOST_PORT, mtu=mtu[mgmt], mbit=0,
                       plane=mgmt, a_end="host", b_end=f"{mgmt_leaf}:{HOST_PORT}"))
     p2p = _p2p_addresses(plan, carver)
+    bridged_switches = {s.name for s in plan.switches if s.plane in bridged}
     loopbacks = dict(zip((s.name for s in plan.switches), carver.take(len(plan.switches) + 2).hosts(), strict=False))
     routes = host_routes(plan, lab_addr, p2p, {mgmt: [(mgmt_leaf, HOST_PORT, str(host_addr.ip))]})
     gateway = str(host_addr.ip) if next(p.gateway for p in plan.planes if p.name == mgmt) else None
@@ -101,7 +102,8 @@ def _blueprint(plan: Plan, lab_id: str, slot: int, scale: float, *, dense: bool)
                      for (n, i), a in lab_addr.items()},
         mgmt_addresses={n: str(a.ip) for (n, _), a in lab_addr.items() if a.ip in addressing[mgmt].lab_subnet},
         hosts_file=_hosts_file(plan, lab_addr), notes=_notes(plan, addressing),
-        lab_plan=with_lab_switch_addresses(lab_view(plan, addressing, lab_addr, host_addr), p2p, loopbacks),
+        lab_plan=with_lab_switch_addresses(lab_view(plan, addressing, lab_addr, host_addr), p2p,
+                                           {s: a for s, a in loopbacks.items() if s not in bridged_switches}),
     )
 
 
@@ -135,15 +137,37 @@ def lab_view(plan: Plan, addressing: dict[str, PlaneAddressing], lab_addr: LabAd
 
 def with_lab_switch_addresses(plan: Plan, p2p: dict[tuple[str, str], IPv4Interface],
                               loopbacks: dict[str, IPv4Address]) -> Plan:
-    """The lab's cable /31s and loopbacks in the lab's plan, where the Plan's own would be: doctor
-    and localize inside the lab map a hop's address to a cable as on a real fabric (an address of
-    the lab's that the Plan placed elsewhere would name the wrong cable, or none)."""
+    """The lab's cable /31s and its routers' loopbacks in the lab's plan, in place of the Plan's own
+    (every lab plane with switch-to-switch cables is routed Ethernet, an InfiniBand plane's too):
+    doctor and localize inside the lab map a hop's address to a cable as on a real fabric (an
+    address of the lab's that the Plan placed elsewhere, or not at all, would name the wrong
+    cable, or none). A plane the Plan does not route gets the lab's pools as its routing."""
     links = tuple(link.model_copy(update={"p2p": str(p2p[link.a.device, link.a.port].network)})
-                  if link.p2p and (link.a.device, link.a.port) in p2p else link for link in plan.links)
-    switches = tuple(s.model_copy(update={"loopback": str(loopbacks[s.name])}) if s.loopback and s.name in loopbacks
-                     else s
+                  if (link.a.device, link.a.port) in p2p else link for link in plan.links)
+    routed = {s.plane for s in plan.switches if s.name in loopbacks}
+    switches = tuple(s.model_copy(update={"loopback": str(loopbacks[s.name])}) if s.name in loopbacks else s
                      for s in plan.switches)
-    return plan.model_copy(update={"links": links, "switches": switches})
+    planes = tuple(p.model_copy(update={"routing": _lab_routing(
+        [loopbacks[s.name] for s in plan.switches if s.plane == p.name and s.name in loopbacks],
+        [a.ip for (device, _), a in p2p.items() if plan.switches_by_name[device].plane == p.name])})
+        if p.name in routed and p.routing is None else p for p in plan.planes)
+    return plan.model_copy(update={"links": links, "switches": switches, "planes": planes})
+
+
+LAB_ASN = 64512  # the lab routes statically: no switch has an ASN, the range only has to be valid
+
+
+def _lab_routing(loopbacks: list[IPv4Address], p2p: list[IPv4Address]) -> PlaneRouting:
+    return PlaneRouting(loopbacks=str(_covering(loopbacks)), p2p=str(_covering(p2p or loopbacks)),
+                        asn_first=LAB_ASN, asn_last=LAB_ASN)
+
+
+def _covering(addresses: list[IPv4Address]) -> IPv4Network:
+    """The smallest network that holds every address."""
+    network = IPv4Network(f"{addresses[0]}/32")
+    while not all(a in network for a in addresses):
+        network = network.supernet()
+    return network
 
 
 def _without_bonds(node: Node) -> list[Interface]:
