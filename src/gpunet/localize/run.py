@@ -12,8 +12,8 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gpunet.errors import UsageError
-from gpunet.fabric.counters import EthPortErrors, parse_ibqueryerrors
+from gpunet.errors import CannotJudge, ParseError, UsageError
+from gpunet.fabric.counters import EthPortErrors, parse_ibqueryerrors, parse_switch_counters
 from gpunet.fabric.observed import End
 from gpunet.fabric.prometheus import parse_prometheus_vector
 from gpunet.files.inputs import read_stream, text_of
@@ -23,6 +23,7 @@ from gpunet.localize.report import LocalizeReport, PlaneSummary, Suspect, merge,
 from gpunet.localize.snmp import coverage, map_series
 from gpunet.localize.tomography import blame
 from gpunet.model.plan import Plan
+from gpunet.model.switching import sonic_lanes
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,57 @@ def localize_prometheus(plan: Plan, url: str, window: float, now: float | None =
     reading = eth_counter_suspects(plan, before, after.ports, window or None)
     return LocalizeReport(suspects=tuple(reading.suspects), seconds=round(time.monotonic() - started, 2),
                           notes=(f"switch port counters from Prometheus at {url}", *covered, *stale, *reading.notes))
+
+
+# Any Linux NOS answers `ip -s -s -j link`; SONiC's own counters (the ASIC's, by front-panel port) are
+# `portstat -j`, taken where the switch has it.
+SWITCH_COUNTERS = ("sh", "-c", "if command -v portstat >/dev/null 2>&1; then exec portstat -j; fi; "
+                   "exec ip -s -s -j link")
+
+
+@dataclass(frozen=True)
+class SwitchSample:
+    """One reading of the switches' counters: what each printed, and why the others did not."""
+
+    outputs: dict[str, str]
+    failed: dict[str, str]
+
+
+def switch_ports(plan: Plan, sample: SwitchSample) -> tuple[list[EthPortErrors], list[str]]:
+    """The sample's ports (SONiC's by front-panel alias, its lanes from the planned speed); an
+    output that is neither tool's is left out and said."""
+    speeds = {s.name: s.port_gbps for s in plan.switches}
+    ports: list[EthPortErrors] = []
+    notes = []
+    for switch, text in sorted(sample.outputs.items()):
+        try:
+            ports += parse_switch_counters(text, switch, sonic_lanes(speeds.get(switch, 1)))
+        except ParseError as exc:
+            notes.append(f"{switch}: its counters were not understood ({exc}): left out")
+    return ports, notes
+
+
+def localize_switches(plan: Plan, sample: Callable[[], SwitchSample], window: float, asked: int) -> LocalizeReport:
+    """Switch port counters read from the switches themselves: two samples `window` seconds
+    apart (or one), `asked` switches asked each time. None read is no verdict."""
+    started = time.monotonic()
+    first = sample() if window else None
+    if window:
+        time.sleep(window)
+    last = sample()
+    after, notes = switch_ports(plan, last)
+    before = switch_ports(plan, first)[0] if first is not None else None
+    read = sorted({p.device for p in after})
+    if not read:
+        why = "; ".join(f"{s}: {w}" for s, w in sorted(last.failed.items())[:3]) or "no switch answered"
+        raise CannotJudge(f"no switch's port counters could be read over SSH ({why}): check --user/--key and that "
+                          "the switches' management addresses in the plan answer SSH")
+    reading = eth_counter_suspects(plan, before, after, window or None)
+    failed = [f"{len(last.failed)} switch(es) not read: " + ", ".join(f"{s} ({w})" for s, w in
+                                                                       sorted(last.failed.items())[:3])]
+    return LocalizeReport(suspects=tuple(reading.suspects), seconds=round(time.monotonic() - started, 2),
+                          notes=(f"switch port counters read over SSH from {len(read)} of {asked} switches",
+                                 *(failed if last.failed else []), *notes, *reading.notes))
 
 
 IF_MIB_QUERY = '{__name__=~"ifInErrors|ifOutErrors|ifInDiscards|ifOutDiscards"}'
