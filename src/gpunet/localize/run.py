@@ -58,12 +58,21 @@ def localize_probing(site: ProbeSite, planes: Sequence[str] = (), settings: Prob
     started = time.monotonic()
     plan, hop_map = site.plan, site.hop_map()
     tiers: dict[str, int] = {c.plane: c.tiers for c in plan.capacity}
-    before = site.switch_counters()
+    judged = routed_planes(plan, planes)
+    before = on_planes(plan, site.switch_counters(), judged)
     probes = [probe_plane(plan, plane, site.on_node, hop_map, settings=settings or ProbeSettings(),
                           max_hops=2 * tiers[plane])
-              for plane in routed_planes(plan, planes)]
-    counters = eth_counter_suspects(plan, before, site.switch_counters(), time.monotonic() - started)
+              for plane in judged]
+    counters = eth_counter_suspects(plan, before, on_planes(plan, site.switch_counters(), judged),
+                                    time.monotonic() - started)
     return _report(plan, probes, [*site.notes, *counters.notes], time.monotonic() - started, counters.suspects)
+
+
+def on_planes(plan: Plan, ports: Sequence[EthPortErrors], planes: Sequence[str]) -> list[EthPortErrors]:
+    """The ports of the switches of the planes judged: another plane's counters (a management
+    switch's drops) are no evidence about these, and a note about them only confuses."""
+    switches = {s.name for s in plan.switches if s.plane in planes}
+    return [p for p in ports if p.device in switches]
 
 
 def localize_prometheus(plan: Plan, url: str, window: float, now: float | None = None, label: str = "instance"
