@@ -244,7 +244,7 @@ def _traced(probe: PeerProbe, refused: dict[int, dict[str, object]]) -> tuple[Re
     that refused the big ones), so the hop after the refuser says which cable was too small."""
     chosen = {str(r["hop"]): r for r in refused.values() if r.get("hop")}
     flows = [paths.Flow(n, probe.source, probe.target, int(str(r["sport"])), PROBE_PORT)
-             for n, r in enumerate(chosen.values())]
+             for n, r in enumerate(chosen.values()) if r.get("sport")]  # no port: no path to retrace
     try:
         traced = paths.trace(flows, TRACE_HOPS, tries=2) if flows else {}
     except OSError:
