@@ -70,11 +70,11 @@ def localize(
 
 def _print(report: LocalizeReport) -> None:
     if report.planes:
-        probed = Table("plane", "flows", "paths learned", "packets", "lost", "cables covered", box=box.SIMPLE_HEAD,
-                       title="probes")
+        probed = Table("plane", "flows", "paths learned", "packets", "lost", "cables covered", "hops rate-limited",
+                       box=box.SIMPLE_HEAD, title="probes")
         for p in report.planes:
             probed.add_row(p.plane, str(p.flows), str(p.learned), str(p.packets), str(p.lost),
-                           f"{p.covered}/{p.cables}")
+                           f"{p.covered}/{p.cables}", str(p.rate_limited))
         print_table(probed)
     if report.suspects:
         table = Table(box=box.SIMPLE_HEAD, title="suspects, most likely first")

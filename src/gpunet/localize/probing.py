@@ -63,6 +63,12 @@ class ProbeSettings:
 
 
 @dataclass
+class TraceStats:
+    retried: int = 0  # hop answers that came only when asked again, paced: a rate-limiting switch
+    silent: int = 0  # flows with a hop that stayed silent through every try: cannot tell
+
+
+@dataclass
 class PlaneProbe:
     plane: str
     flows: int = 0
@@ -72,6 +78,7 @@ class PlaneProbe:
     cables: set[str] = field(default_factory=set)  # the plane's cables
     notes: list[str] = field(default_factory=list)
     mtu: int = 0  # the plane's, the size the path-MTU sweep sent
+    trace: TraceStats = field(default_factory=TraceStats)
     too_big: dict[str, list[str]] = field(default_factory=dict)  # cable -> the refusals that name it
 
 
@@ -160,8 +167,8 @@ def run_agents(command: NodeCommand, mode: str, work: Mapping[str, dict[str, Any
     return results
 
 
-def trace_paths(command: NodeCommand, flows: Sequence[ProbeFlow], hop_map: HopMap, max_hops: int
-                ) -> dict[int, tuple[str, ...]]:
+def trace_paths(command: NodeCommand, flows: Sequence[ProbeFlow], hop_map: HopMap, max_hops: int,
+                stats: TraceStats | None = None) -> dict[int, tuple[str, ...]]:
     by_node = _by_source(flows)
     leaf_addresses: dict[str, list[str]] = defaultdict(list)
     for address, device in hop_map.device_of.items():
@@ -173,6 +180,9 @@ def trace_paths(command: NodeCommand, flows: Sequence[ProbeFlow], hop_map: HopMa
     paths = {}
     for result in traced.values():
         for fid, answer in result.items():
+            if stats is not None:
+                stats.retried += int(answer.get("retried", 0))
+                stats.silent += "" in answer["hops"]
             path = hop_map.path(index[int(fid)], answer["hops"])
             if path is not None:
                 paths[int(fid)] = path
@@ -304,7 +314,8 @@ def probe_plane(plan: Plan, plane: str, command: NodeCommand, hop_map: HopMap, *
     if not flows:
         result.notes.append(f"{plane}: fewer than two addressed endpoints, nothing to probe")
         return result
-    paths = trace_paths(command, flows, hop_map, max_hops)
+    stats = result.trace
+    paths = trace_paths(command, flows, hop_map, max_hops, stats)
     learned = [f for f in flows if f.flow in paths]
     measured = measure(command, learned, settings) if learned else {}
     result.flows, result.learned = len(flows), len(learned)
@@ -318,6 +329,12 @@ def probe_plane(plan: Plan, plane: str, command: NodeCommand, hop_map: HopMap, *
         result.too_big, notes = mtu_sweep(plan, command, learned, paths, hop_map=hop_map,
                                                 size=result.mtu)
         result.notes += notes
+    if stats.retried:
+        result.notes.append(f"{plane}: {stats.retried} hop answer(s) came only when asked again, paced: switches "
+                            "rate-limit their TTL-expired answers (ICMP rate limits)")
+    if stats.silent:
+        result.notes.append(f"{plane}: {stats.silent} probe flow(s) had a hop that stayed silent through every "
+                            "paced try (rate-limited, or not answering): cannot tell, left out, never blamed")
     if len(learned) < len(flows):
         result.notes.append(f"{plane}: the paths of {len(flows) - len(learned)} of {len(flows)} probe flows were not "
                             "learned (a hop did not answer or named no planned port); those flows are left out")

@@ -36,6 +36,8 @@ class PlaneSummary(Frozen):
     lost: int
     cables: int
     covered: int
+    rate_limited: int = 0  # hop answers that came only on a paced retry (switches' ICMP rate limits)
+    silent: int = 0  # flows with a hop silent through every try: left out, cannot tell
 
 
 class LocalizeReport(Frozen):

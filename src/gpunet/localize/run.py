@@ -201,5 +201,6 @@ def _report(plan: Plan, probes: list[PlaneProbe], notes: list[str], seconds: flo
     ranked = merge(suspects, list(counted))
     summaries = tuple(PlaneSummary(plane=p.plane, flows=p.flows, learned=p.learned,
                                    packets=sum(s.sent for s in p.samples), lost=sum(s.lost for s in p.samples),
-                                   cables=len(p.cables), covered=len(p.covered & p.cables)) for p in probes)
+                                   cables=len(p.cables), covered=len(p.covered & p.cables),
+                                   rate_limited=p.trace.retried, silent=p.trace.silent) for p in probes)
     return LocalizeReport(suspects=tuple(ranked), planes=summaries, notes=tuple(notes), seconds=round(seconds, 2))
