@@ -16,7 +16,14 @@
 Top-1: the first named suspect is the faulty cable (double faults: the first two are both).
 Top-3: it is among the first three suspects. False positive: a clean trial names a suspect.
 
+--firewall loads gpunet's rendered nftables (render_nftables of the lab's plan) on every lab server
+before the trials, as `apply` would; --icmp-ratelimit MS makes every lab switch rate-limit its ICMP
+errors as a real switch does (the kernel's own net.ipv4.icmp_ratelimit, MS milliseconds a token
+per destination, a burst of 6; icmp_msgs_per_sec 1000 and icmp_msgs_burst 50, the kernel's
+defaults, switch-wide). The lab result then says how many hop answers were rate-limited.
+
     python benchmarks/localize_accuracy.py [--lab-trials 40 --lab-clean 10] [--sim-trials 100] [--no-lab]
+        [--firewall] [--icmp-ratelimit 10]
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import json
 import math
 import os
 import random
+import subprocess
 import sys
 import time
 from collections import defaultdict
@@ -38,9 +46,10 @@ from gpunet.api.fabric import LocalizeSource, localize
 from gpunet.design import design
 from gpunet.fabric.cabling import cable_name
 from gpunet.fabric.observed import End
+from gpunet.lab.access import device_runners
 from gpunet.lab.build import LAB_PLAN, lab_down, lab_up, node_argv
 from gpunet.lab.faults import apply_fault, heal
-from gpunet.lab.state import lab_dir
+from gpunet.lab.state import lab_dir, read_state
 from gpunet.localize.counters import MIN_DAMAGE
 from gpunet.localize.probing import HopMap, ProbeSettings, endpoints, make_flows, pairs, trace_paths
 from gpunet.localize.report import Suspect, merge, probing_suspect
@@ -48,6 +57,7 @@ from gpunet.localize.tomography import PathSample, blame, candidates
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Link, Plan
 from gpunet.reach import Reach
+from gpunet.render.firewall import render_nftables
 from gpunet.spec.examples import example_text
 from gpunet.spec.loader import parse_spec
 
@@ -204,12 +214,40 @@ def _poisson(rng: random.Random, mean: float) -> int:
     return count
 
 
-def in_the_lab(trials: int, clean: int, rng: random.Random) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LabSetting:
+    firewall: bool = False  # gpunet's rendered nftables on every server
+    icmp_ratelimit_ms: int = 0  # 0: the lab's own (no limit)
+
+
+def harden(lab: str, plan: Plan, setting: LabSetting) -> None:
+    """The lab as a real cluster would be: gpunet's firewall on the servers, ICMP rate limits on
+    the switches."""
+    if setting.firewall:
+        for node in plan.nodes:
+            done = subprocess.run(node_argv(lab, node.name, ["nft", "-f", "-"]), input=render_nftables(plan, node),
+                                  capture_output=True, text=True, timeout=60, check=False)
+            if done.returncode != 0:
+                raise SystemExit(f"the rendered firewall did not load on {node.name}: {done.stderr.strip()[:300]}")
+    if setting.icmp_ratelimit_ms:
+        state = read_state(lab)
+        assert state is not None
+        limits = {"net.ipv4.icmp_ratelimit": str(setting.icmp_ratelimit_ms), "net.ipv4.icmp_msgs_per_sec": "1000",
+                  "net.ipv4.icmp_msgs_burst": "50"}
+        for switch in plan.switches:
+            run = device_runners(state).get(switch.name)
+            if run is not None:
+                run(["sysctl", "-q", "-w", *(f"{k}={v}" for k, v in limits.items())], 30)
+
+
+def in_the_lab(trials: int, clean: int, rng: random.Random, setting: LabSetting) -> dict[str, Any]:
     lab = LAB
     score = Score()
+    limited = 0
     lab_up(design(parse_spec(example_text("scalable-unit"))[0]), lab, max_nodes=8)
     try:
         plan = read_plan(lab_dir(lab) / LAB_PLAN)
+        harden(lab, plan, setting)
         probed = _covered(plan, "compute") | _covered(plan, "storage")
         pool = [link for link in plan.links if link.plane in ("compute", "storage")
                 and link.tier in ("node_leaf", "leaf_spine") and cable_name(link) in probed]
@@ -221,6 +259,7 @@ def in_the_lab(trials: int, clean: int, rng: random.Random) -> dict[str, Any]:
             started = time.monotonic()
             report = localize(LocalizeSource(lab=lab))
             score.seconds.append(time.monotonic() - started)
+            limited += sum(p.rate_limited for p in report.planes)
             score.add([cable_name(link)] if link else [], list(report.suspects))
             heal(lab)
             what = f"{cable_name(link)} at {loss} %" if link else "no fault"
@@ -228,7 +267,8 @@ def in_the_lab(trials: int, clean: int, rng: random.Random) -> dict[str, Any]:
                   file=sys.stderr, flush=True)
     finally:
         lab_down(lab)
-    return score.summary() | {"pool": len(pool)}
+    return score.summary() | {"pool": len(pool), "firewall": setting.firewall,
+                              "icmp_ratelimit_ms": setting.icmp_ratelimit_ms, "hop_answers_rate_limited": limited}
 
 
 def _covered(plan: Plan, plane: str) -> set[str]:
@@ -251,6 +291,9 @@ def main() -> None:
     parser.add_argument("--no-sim", action="store_true", help="skip the simulation part")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--firewall", action="store_true", help="gpunet's rendered nftables on every lab server")
+    parser.add_argument("--icmp-ratelimit", type=int, default=0, metavar="MS",
+                        help="lab switches rate-limit ICMP errors: MS milliseconds a token per destination (10: 100/s)")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     result: dict[str, Any] = {"simulation": []}
@@ -260,7 +303,7 @@ def main() -> None:
     if args.no_lab or os.geteuid() != 0:
         result["lab"] = {"skipped": "--no-lab" if args.no_lab else "needs root"}
     else:
-        result["lab"] = in_the_lab(args.lab_trials, args.lab_clean, rng)
+        result["lab"] = in_the_lab(args.lab_trials, args.lab_clean, rng, LabSetting(args.firewall, args.icmp_ratelimit))
     if args.json:
         print(json.dumps(result, indent=1))
         return
@@ -277,7 +320,9 @@ def main() -> None:
         print(f"lab: skipped ({lab['skipped']})")
     else:
         print(f"lab, probing: top-1 {lab['top1']} %, top-3 {lab['top3']} % of {lab['trials']}, false positives "
-              f"{lab['false_positive']} % of {lab['clean_trials']} clean; median {lab['median_s']} s a run")
+              f"{lab['false_positive']} % of {lab['clean_trials']} clean; median {lab['median_s']} s a run; "
+              f"firewall {'on' if lab['firewall'] else 'off'}, ICMP rate limit "
+              f"{lab['icmp_ratelimit_ms'] or 'none'} ms, {lab['hop_answers_rate_limited']} hop answers rate-limited")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from ClusterShell.NodeSet import NodeSet
 
 from gpunet.errors import UsageError
 from gpunet.fabric.counters import EthPortErrors
-from gpunet.fleet import ClusterShellRunner, lab_runner
+from gpunet.fleet import ClusterShellRunner, FleetResult, lab_runner
 from gpunet.fleet.groups import resolve_nodes
 from gpunet.fleet.node_gpunet import launch_argv
 from gpunet.lab.access import (
@@ -146,6 +146,18 @@ class Reach:
         return ClusterShellRunner(user=self.user, key=str(self.key) if self.key else None, addresses=addresses,
                                   fanout=self.fanout, command_timeout=self.timeout,
                                   connect_timeout=self.connect_timeout)
+
+    def on_switches(self, command: Sequence[str], switches: Sequence[str]) -> FleetResult:
+        """`command` on real switches over SSH at the Plan's management addresses (the fleet
+        runner, so a switch that does not answer is data, not a stop)."""
+        if self.kind != "ssh":
+            raise UsageError("switches are reached over SSH at the plan's management addresses: give --plan")
+        plan = self.require_plan("the plan.json (or spec) with the switches' management addresses")
+        addresses = {s.name: s.management.split("/")[0] for s in plan.switches if s.management}
+        runner = ClusterShellRunner(user=self.user, key=str(self.key) if self.key else None, addresses=addresses,
+                                    fanout=self.fanout, command_timeout=self.timeout,
+                                    connect_timeout=self.connect_timeout)
+        return runner.run(command, NodeSet.fromlist([s for s in switches if s in addresses]))
 
     def node_argv(self, node: str, command: Sequence[str]) -> list[str]:
         """argv that runs `command` on one node (a lab server's namespace, or ssh to the node)."""

@@ -126,7 +126,8 @@ def test_a_foreign_table_dropping_the_compute_plane_is_named(lab: LabState) -> N
     with foreign_table(lab, "gpu4", 'iifname "ens1" drop'):
         code, findings = doctor("gpu4")
     failed = only(findings, "GN-FW-01")
-    assert code == 1 and {subject.split()[0] for _, _, subject in failed} == {"compute-peers"}
+    # every flow the compute plane must accept: its peers, and localize's probe port
+    assert code == 1 and {subject.split()[0] for _, _, subject in failed} == {"compute-peers", "gpunet-probe"}
     named = next(f for f in findings if f["check"] == "GN-FW-01" and f["verdict"] == "fail")
     assert named["observed"].startswith("dropped by rule handle ") and "(iifname ens1 drop)" in named["observed"]
     assert named["observed"].endswith("of chain input in nft table inet gnblock")

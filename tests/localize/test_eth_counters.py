@@ -119,6 +119,7 @@ def test_prometheus_errors_that_grew_name_the_cable(prometheus: str) -> None:
 def test_stale_series_and_unknown_ports_are_skipped_by_name(prometheus: str) -> None:
     now = time.time()
     Prometheus.answers = [(now - 1, answer([("ifInErrors", "comp-leaf001", "swp5", now - 3600, "900"),
+                                            ("ifInErrors", "comp-leaf002", "swp5", now - 5, "0"),
                                             ("ifInErrors", "core-router-9", "swp1", now - 5, "900")]))]
     code, output = localize(prometheus, window="0")
     assert code == 0, output
@@ -126,6 +127,76 @@ def test_stale_series_and_unknown_ports_are_skipped_by_name(prometheus: str) -> 
     assert report["suspects"] == []
     assert any("stale series" in n and "comp-leaf001 swp5" in n for n in report["notes"])
     assert any("core-router-9 swp1" in n for n in report["notes"])
+    assert "IF-MIB series for 1 of 5 planned switches and 1 of 32 cabled switch ports" in report["notes"]
+
+
+def if_mib(instance: str, port: int, errors: int, at: float, **labels: str) -> dict[str, object]:
+    """One ifInErrors series as snmp_exporter's if_mib module labels it (ifIndex, and the ifName,
+    ifDescr and ifAlias lookups), scraped under `instance`."""
+    return {"metric": {"__name__": "ifInErrors", "instance": instance, "job": "snmp", "ifIndex": str(port),
+                       "ifName": f"swp{port}", "ifDescr": f"swp{port}", "ifAlias": "", **labels},
+            "value": [at, str(errors)]}
+
+
+def leaf_answer(instance: str, errors: int, at: float, **labels: str) -> str:
+    """comp-leaf001's eight ports under `instance`; port 6 with `errors`, comp-leaf002 quiet."""
+    result = [if_mib(instance, port, errors if port == 6 else 3, at, **labels) for port in range(1, 9)]
+    result += [if_mib("198.18.0.252:161", port, 0, at) for port in range(1, 9)]
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}})
+
+
+@pytest.mark.parametrize("instance", ["comp-leaf001", "198.18.0.253", "198.18.0.253:161", "comp-leaf001.labsmall"])
+def test_a_surge_on_a_switch_named_by_name_address_or_address_port_names_its_cable_first(
+        prometheus: str, instance: str) -> None:
+    now = time.time()
+    Prometheus.answers = [(now - 600, leaf_answer(instance, 10, now - 600)),
+                          (now - 1, leaf_answer(instance, 5000, now - 5))]
+    code, output = localize(prometheus)
+    assert code == 1, output
+    report = json.loads(output)
+    assert report["suspects"][0]["cable"] == "comp-leaf001:6 comp-spine001:2"
+    assert report["suspects"][0]["evidence"] == ["comp-leaf001:6: rx_errors +4990 in 600 s"]
+    assert "IF-MIB series for 2 of 5 planned switches and 16 of 32 cabled switch ports" in report["notes"]
+
+
+def test_a_port_named_only_by_its_alias_is_found(prometheus: str) -> None:
+    now = time.time()
+    body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": {"__name__": "ifInErrors", "instance": "comp-leaf001", "ifAlias": "Ethernet6"},
+         "value": [now - 5, "700"]}]}})
+    Prometheus.answers = [(now - 1, body)]
+    code, output = localize(prometheus, window="0")
+    assert code == 1 and json.loads(output)["suspects"][0]["cable"] == "comp-leaf001:6 comp-spine001:2", output
+
+
+def test_series_naming_no_planned_switch_cannot_be_judged_and_say_which_label_to_set(prometheus: str) -> None:
+    now = time.time()
+    Prometheus.answers = [(now - 1, leaf_answer("10.9.9.9:161", 5000, now - 5).replace("198.18.0.252", "10.9.9.8"))]
+    code, output = localize(prometheus, window="0")
+    assert code == 3, output
+    assert "no IF-MIB series names a planned switch" in output and "`instance`" in output
+    assert "10.9.9.8:161 swp1" in output and "--switch-label" in output
+
+
+def test_an_empty_answer_cannot_be_judged(prometheus: str) -> None:
+    Prometheus.answers = [(0.0, json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}))]
+    code, output = localize(prometheus, window="0")
+    assert code == 3 and "no IF-MIB series at all" in output, output
+
+
+def test_a_chosen_label_names_the_switch(prometheus: str) -> None:
+    now = time.time()
+    Prometheus.answers = [(now - 1, leaf_answer("snmp-exporter:9116", 5000, now - 5, sysName="comp-leaf001"))]
+    result = runner.invoke(app, ["localize", "--prometheus", prometheus, "--plan", str(SMALL), "--window", "0",
+                                 "--switch-label", "sysName", "--json"])
+    assert result.exit_code == 1, result.output
+    assert json.loads(result.output)["suspects"][0]["cable"] == "comp-leaf001:6 comp-spine001:2"
+
+
+def test_a_label_that_is_no_label_name_is_bad_input(prometheus: str) -> None:
+    result = runner.invoke(app, ["localize", "--prometheus", prometheus, "--plan", str(SMALL),
+                                 "--switch-label", 'x"}', "--json"])
+    assert result.exit_code == 2 and "--switch-label" in result.output, result.output
 
 
 @pytest.mark.parametrize(("body", "message"), [

@@ -18,6 +18,7 @@ from gpunet.fabric.cabling import cable_name
 from gpunet.lab.build import LAB_PLAN
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.state import LabState, lab_dir
+from gpunet.model.hops import shown
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Link, Plan
 from tests.lab.helpers import run_in
@@ -53,6 +54,8 @@ def test_a_healthy_lab_names_no_suspect(lab: LabState) -> None:
     assert [s for s in report["suspects"] if s["named"]] == []
     compute = next(p for p in report["planes"] if p["plane"] == "compute")
     assert compute["learned"] == compute["flows"] > 0 and compute["covered"] == compute["cables"]
+    # notes about the planes judged only: the management bridge's drops are no evidence here
+    assert not [n for n in report["notes"] if "dropped packets" in n or "mgmt-" in n], report["notes"]
 
 
 def test_three_percent_loss_on_one_uplink_is_named_first(lab: LabState, plan: Plan) -> None:
@@ -80,7 +83,9 @@ def test_loss_on_a_server_cable_is_named_first(lab: LabState, plan: Plan) -> Non
 
 def test_an_mtu_drop_on_one_uplink_is_found_by_doctors_path_mtu_check(lab: LabState, plan: Plan) -> None:
     """One of gpu001:ib0's leaf's 16 uplinks at MTU 1500 on a 4092 plane: a ping takes one path
-    (and passes, as it did before), the multi-path probe finds the hop that refuses, with its MTU."""
+    (and passes, as it did before), the multi-path probe finds the hop that refuses, with its MTU,
+    and names the cable (the refusing leaf's next hop on that 5-tuple answers from the cable's
+    /31); localize's path-MTU sweep names the same cable first."""
     leaf = next(link.b.device for link in plan.links if link.a.device == "gpu001" and link.a.port == "ib0")
     uplink = next(link for link in plan.links if link.tier == "leaf_spine" and link.a.device == leaf)
     apply_fault(lab.lab_id, f"{uplink.a.device}:{uplink.a.port}", "mtu", "1500")
@@ -91,3 +96,10 @@ def test_an_mtu_drop_on_one_uplink_is_found_by_doctors_path_mtu_check(lab: LabSt
     assert all(f["subject"].split()[1] == "compute" for f in failed)
     assert all("refused 4092-byte packets: fragmentation needed at" in f["observed"] and "next-hop MTU 1500"
                in f["observed"] for f in failed), failed
+    # The fault sits on one end; the spine refuses on the way down (answering from the /31 it was
+    # reached on), the leaf's drop on the way up is silent: either way the cable is the one named.
+    named = f"cable {shown(uplink)} (next-hop MTU 1500: "
+    assert all(named in f["observed"] and f["observed"].count("cable ") == 1 for f in failed), failed
+    report = localize(LocalizeSource(lab=LAB), planes=["compute"])
+    assert report.suspects[0].cable == cable_name(uplink) and report.suspects[0].source.endswith("path-mtu")
+    assert [s.cable for s in report.named] == [cable_name(uplink)]

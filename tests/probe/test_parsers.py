@@ -20,7 +20,7 @@ from gpunet.bench.iperf3 import parse_iperf3_json
 from gpunet.bench.nccl import parse_nccl_tests, parse_nccl_tests_json
 from gpunet.bench.perftest import parse_perftest
 from gpunet.errors import ParseError
-from gpunet.fabric.counters import parse_ibqueryerrors, parse_ip_link_stats
+from gpunet.fabric.counters import parse_ibqueryerrors, parse_ip_link_stats, parse_portstat
 from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
 from gpunet.probe.flow import parse_ethtool_flow
 from gpunet.probe.frr import parse_bgp_summary_json, parse_frr_route_json
@@ -71,6 +71,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "ibnetdiscover": parse_ibnetdiscover,
     "ibqueryerrors": parse_ibqueryerrors,
     "ip_link_stats_json": lambda text: parse_ip_link_stats(text, "comp-leaf001"),
+    "portstat": lambda text: parse_portstat(text, "leaf1", lanes=4),
     # the GPU node's RDMA path
     "nvidia_smi_topo": parse_nvidia_smi_topo,
     "lspci": parse_lspci,

@@ -99,3 +99,20 @@ def test_a_hop_that_is_no_address_is_not_believed(monkeypatch: pytest.MonkeyPatc
     odd = "From 198.18.20.7; rm icmp_seq=1 Frag needed and DF set (mtu = 1500)\n" + LOST
     [result] = run_probes([PROBE], _runner(odd, 1, []))
     assert result.ok is False and "fragmentation needed" not in result.detail
+
+
+def test_a_refused_flow_is_traced_again_with_its_own_source_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hop after the refusing one is the far end of the cable that was too small: the refused
+    5-tuple is traced (small packets pass), one flow per refusing hop, to the probe port."""
+    _paths_refusing(monkeypatch, {4: {"hop": "198.18.20.7", "mtu": 1500, "sport": 41004},
+                                  6: {"hop": "198.18.20.7", "mtu": 1500, "sport": 41006}})
+    traced: list[Any] = []
+
+    def trace(flows: list[Any], max_hops: int, tries: int) -> dict[int, dict[str, Any]]:
+        traced.extend(flows)
+        return {f.flow: {"hops": ["198.18.20.7", "198.18.20.12"], "reached": True} for f in flows}
+
+    monkeypatch.setattr(peers.paths, "trace", trace)
+    [result] = run_probes([PROBE], _runner(PASSED, 0, []))
+    assert [(f.sport, f.dport) for f in traced] == [(41006, peers.PROBE_PORT)]
+    assert result.refusals == (peers.Refusal("198.18.20.7", 1500, ("198.18.20.7", "198.18.20.12")),)

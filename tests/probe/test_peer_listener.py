@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from gpunet.api.doctor import FLEET_TIMEOUT_S
-from gpunet.model.flows import Flow
+from gpunet.model.flows import PROBE_PORT, Flow
 from gpunet.model.plan import Node, Plan
 from gpunet.probe import peers
 from gpunet.probe.peers import PEERS_WAIT_S, PeerProbe, expected_probes, listen_for_peers, plan_probes
@@ -40,13 +40,18 @@ def test_a_node_expects_exactly_what_its_peers_will_send_it(receiver: str) -> No
 
 
 def test_the_storage_node_expects_each_gpu_node_on_each_storage_port() -> None:
-    expected = expected_probes(PLAN, node(PLAN, "stor01"), EVERYONE)
+    everything = expected_probes(PLAN, node(PLAN, "stor01"), EVERYONE)
+    expected = [p for p in everything if p.port != PROBE_PORT]
     storage = {(p.peer, p.kind, p.port) for p in expected if p.plane == "storage"}
     gpus = [n.name for n in PLAN.nodes if n.role == "gpu"]
     ports = {("tcp", 111), ("udp", 111), ("tcp", 2049), ("udp", 2049), ("tcp", 20049), ("tcp", 988)}
     assert storage == {("stor01", kind, port) for kind, port in ports for _ in gpus}
     senders = {p.source for p in expected if p.plane == "storage"}
     assert senders == {i.address.split("/")[0] for g in gpus for i in node(PLAN, g).interfaces
+                       if i.plane == "storage" and i.address}
+    # localize's probe port: from every other node of the storage plane, storage servers included.
+    probers = {p.source for p in everything if p.port == PROBE_PORT and p.plane == "storage"}
+    assert probers == {i.address.split("/")[0] for n in PLAN.nodes if n.name != "stor01" for i in n.interfaces
                        if i.plane == "storage" and i.address}
 
 

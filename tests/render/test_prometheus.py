@@ -119,10 +119,22 @@ def test_every_alert_is_complete_and_its_runbook_names_doctor_checks(example: st
     for rule in rules(example):
         assert rule["alert"].startswith("Gpunet") and rule["for"] and rule["labels"]["severity"] in (
             "warning", "critical")
-        assert "{{ $labels.node }}" in rule["annotations"]["summary"]
+        summary = rule["annotations"]["summary"]
+        assert "{{ $labels.node }}" in summary or "{{ $labels.switch }}" in summary, rule["alert"]
         named = CHECK_ID.findall(rule["annotations"]["runbook"])
         assert named and set(named) <= set(CHECKS), (rule["alert"], named)
     assert set(prometheus.COLLECTOR_CHECKS.values()) <= set(CHECKS)
+
+
+def test_every_switch_is_scraped_by_snmp_exporter_under_its_planned_name() -> None:
+    plan = example_plan("small-ethernet")
+    files = prometheus.render_prometheus(plan)
+    job = next(j for j in yaml.safe_load(files[prometheus.CONFIG_PATH])["scrape_configs"] if j["job_name"] == "snmp")
+    assert job["params"] == {"module": ["if_mib"], "auth": ["public_v2"]} and job["metrics_path"] == "/snmp"
+    assert {"source_labels": ["switch"], "target_label": "instance"} in job["relabel_configs"]
+    targets = json.loads(files["prometheus/targets/snmp.json"])
+    assert [(g["targets"], g["labels"]["switch"]) for g in targets] == [
+        ([s.management.split("/")[0]], s.name) for s in plan.switches]
 
 
 def test_infiniband_port_alerts_only_for_plans_with_hcas() -> None:
@@ -166,7 +178,8 @@ def test_config_scrapes_both_jobs_from_file_sd_and_loads_the_rules() -> None:
     config = yaml.safe_load(prometheus.render_config(example_plan("scalable-unit")))
     assert config["rule_files"] == [prometheus.RULES_FILE]
     assert {job["job_name"]: job["file_sd_configs"] for job in config["scrape_configs"]} == {
-        "gpunet": [{"files": ["targets/gpunet.json"]}], "node": [{"files": ["targets/node.json"]}]}
+        "gpunet": [{"files": ["targets/gpunet.json"]}], "node": [{"files": ["targets/node.json"]}],
+        "snmp": [{"files": ["targets/snmp.json"]}]}
     assert all("scheme" not in job for job in config["scrape_configs"])  # plain http unless the admin adds TLS
 
 

@@ -4,6 +4,7 @@ Each takes exactly one source; `gpunet.reach` gets at it."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,13 +18,17 @@ from gpunet.files.inputs import read_text
 from gpunet.localize.probing import ProbeSettings
 from gpunet.localize.report import LocalizeReport
 from gpunet.localize.run import (
+    SWITCH_COUNTERS,
     ProbeSite,
+    SwitchSample,
     localize_counters,
     localize_infiniband,
     localize_probing,
     localize_prometheus,
+    localize_switches,
 )
 from gpunet.model.plan import Plan
+from gpunet.model.spec import EDGE_PLANES
 from gpunet.reach import Reach
 from gpunet.spec.plan import plan_of
 
@@ -117,20 +122,29 @@ def _planes(plan: Plan, wanted: list[str], *, infiniband: bool) -> list[str]:
     return chosen
 
 
+PROMETHEUS_LABEL = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]{0,127}")
+
+
 @dataclass(frozen=True)
 class LocalizeSource:
     """Where the evidence comes from: exactly one of a lab (probing), a simulator's or a saved
-    ibqueryerrors (InfiniBand counters), a Prometheus server (snmp_exporter's IF-MIB counters)."""
+    ibqueryerrors (InfiniBand counters), a Prometheus server (snmp_exporter's IF-MIB counters), the
+    switches themselves over SSH (their port counters)."""
 
     lab: str | None = None
     ibsim: str | None = None
     ibqueryerrors: Path | None = None
     prometheus: str | None = None
+    switches: bool = False
+    switch_label: str = "instance"  # the Prometheus label that names a switch (--switch-label)
+    user: str | None = None  # --switches: the SSH user and key
+    key: Path | None = None
 
     def chosen(self) -> str:
-        given = [f"--{name}" for name, value in vars(self).items() if value is not None]
+        sources = ("lab", "ibsim", "ibqueryerrors", "prometheus", "switches")
+        given = [f"--{name}" for name in sources if getattr(self, name) not in (None, False)]
         if len(given) != 1:
-            raise UsageError("give exactly one of --lab, --ibsim, --ibqueryerrors, --prometheus (got "
+            raise UsageError("give exactly one of --lab, --ibsim, --ibqueryerrors, --prometheus, --switches (got "
                              f"{', '.join(given) or 'none'})")
         return given[0]
 
@@ -140,8 +154,11 @@ def localize(source: LocalizeSource, *, plan: Path | None = None, planes: list[s
              settings: ProbeSettings | None = None) -> LocalizeReport:
     """Ranked suspect cables, each with its evidence, a confidence and the fix."""
     kind = source.chosen()
-    if kind in ("--ibqueryerrors", "--prometheus") and plan is None:
+    if kind in ("--ibqueryerrors", "--prometheus", "--switches") and plan is None:
         raise UsageError(f"{kind} needs --plan: the plan.json (or spec) the ports are named from")
+    if not PROMETHEUS_LABEL.fullmatch(source.switch_label):
+        raise UsageError(f"--switch-label {source.switch_label[:40]!r}: a Prometheus label name "
+                         "([a-zA-Z_][a-zA-Z0-9_]*)")
     earlier = _read_ibqueryerrors(before) if before else None
     if source.lab is not None:
         reached = Reach.of_lab(source.lab)
@@ -154,13 +171,36 @@ def localize(source: LocalizeSource, *, plan: Path | None = None, planes: list[s
         return localize_infiniband(reached.require_plan(), lambda: _ibqueryerrors(reached), earlier, window,
                                    source=reached.describe())
     assert plan is not None
+    if source.switches:
+        return _localize_switches(Reach.of_nodes(plan, source.user, source.key), planes or [], window)
     if source.prometheus is not None:
         try:
-            return localize_prometheus(plan_of(plan), source.prometheus, window)
+            return localize_prometheus(plan_of(plan), source.prometheus, window, label=source.switch_label)
         except ParseError as exc:
             raise UsageError(f"--prometheus {source.prometheus}: {exc}") from None
     assert source.ibqueryerrors is not None
     return localize_counters(plan_of(plan), _read_ibqueryerrors(source.ibqueryerrors), earlier)
+
+
+def _localize_switches(reached: Reach, planes: list[str], window: float) -> LocalizeReport:
+    """The data planes' switches (or the planes asked), their counters read over SSH twice."""
+    plan = reached.require_plan()
+    unknown = sorted(set(planes) - {p.name for p in plan.planes})
+    if unknown:
+        raise UsageError(f"no plane {', '.join(unknown)} in the plan ({', '.join(p.name for p in plan.planes)})")
+    wanted = planes or [p.name for p in plan.planes if p.name not in EDGE_PLANES]
+    chosen = [s.name for s in plan.switches if s.plane in wanted and s.management]
+    if not chosen:
+        raise UsageError(f"no switch of the plane(s) {', '.join(wanted)} has a management address in the plan "
+                         "(site.switch_management)")
+
+    def sample() -> SwitchSample:
+        done = reached.on_switches(SWITCH_COUNTERS, chosen)
+        return SwitchSample(outputs={n: o.stdout for n, o in done.outcomes.items() if o.rc == 0},
+                            failed={n: o.error or o.stderr.strip()[-120:] or f"exit {o.rc}"
+                                    for n, o in done.outcomes.items() if o.rc != 0})
+
+    return localize_switches(plan, sample, window, len(chosen))
 
 
 def _ibqueryerrors(reached: Reach) -> str:

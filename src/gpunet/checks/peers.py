@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gpunet.checks.base import Context, Finding, FunctionCheck, Outcome
-from gpunet.probe.peers import PeerResult
+from gpunet.model.hops import PlanAddresses, shown
+from gpunet.probe.peers import PeerResult, Refusal
 
 
 def _results(ctx: Context, *kinds: str) -> list[PeerResult]:
@@ -31,7 +32,38 @@ def peer_reachable(ctx: Context) -> list[Outcome]:
 
 
 def path_mtu(ctx: Context) -> list[Outcome]:
-    return _outcomes(ctx, "a don't-fragment ping at the plane MTU passes", "pmtu")
+    outcomes = _outcomes(ctx, "a don't-fragment ping at the plane MTU passes", "pmtu")
+    results = _results(ctx, "pmtu")
+    if ctx.plan is None or len(results) != len(outcomes):
+        return outcomes
+    addresses = PlanAddresses(ctx.plan)
+    return [_located(o, r, addresses) for o, r in zip(outcomes, results, strict=True)]
+
+
+def _located(outcome: Outcome, result: PeerResult, addresses: PlanAddresses) -> Outcome:
+    """A refusal named as the Plan's cable, so a person knows which one to look at."""
+    places = list(dict.fromkeys(located_refusal(addresses, r, result.probe.target) for r in result.refusals))
+    if outcome.verdict != "fail" or not places:
+        return outcome
+    cables = "; ".join(places)
+    return outcome._replace(observed=f"{outcome.observed}; {cables}",
+                            fix=f"set the MTU on both ends of the cable to the plane's ({cables})")
+
+
+def located_refusal(addresses: PlanAddresses, refusal: Refusal, target: str) -> str:
+    """"cable A:p <-> B:q (next-hop MTU N)", or the switch and the cable(s) inferred from the next
+    hop, or the switch alone where the path does not say."""
+    mtu = f"next-hop MTU {refusal.mtu}"
+    hop = addresses.hop(refusal.hop)
+    if not hop.device:
+        return f"{refusal.hop} is no address of the plan ({mtu})"
+    cables, exact = addresses.next_cable(hop.device, refusal.path or (refusal.hop,), target)
+    if exact:
+        return f"cable {shown(cables[0])} ({mtu}: {hop.device} cannot send the plane MTU into it)"
+    if cables:
+        return (f"at {hop.device} ({mtu}): inferred from the next hop, cable "
+                f"{' or '.join(shown(c) for c in cables)}")
+    return f"at {hop.device} ({mtu}): one of its cables toward {target} (the path past it was not learned)"
 
 
 def firewall_ports(ctx: Context) -> list[Outcome]:

@@ -13,7 +13,7 @@ from gpunet.api.fabric import LocalizeReport, LocalizeSource, ProbeSettings
 from gpunet.api.fabric import localize as locate
 from gpunet.cli.console import cell, print_table, stderr, stdout
 from gpunet.cli.errors import EXIT_FINDINGS, handles_errors
-from gpunet.cli.options import IbsimOpt, JsonOpt, LabExecOpt, PlanOpt
+from gpunet.cli.options import IbsimOpt, JsonOpt, KeyOpt, LabExecOpt, PlanOpt, UserOpt
 
 
 @handles_errors
@@ -26,9 +26,20 @@ def localize(
     prometheus: Annotated[str | None, typer.Option("--prometheus", help="A Prometheus server's URL: switch port "
                                                                        "errors from snmp_exporter's IF-MIB series; "
                                                                        "needs --plan.")] = None,
+    switches: Annotated[bool, typer.Option("--switches", help="Switch port counters read from the switches "
+                                                               "themselves over SSH at the plan's management "
+                                                               "addresses (SONiC's portstat -j, else ip -s -s "
+                                                               "-j link); needs --plan.")] = False,
+    user: UserOpt = None,
+    key: KeyOpt = None,
+    switch_label: Annotated[str, typer.Option("--switch-label", help="With --prometheus: the label that names a "
+                                                                     "switch (its planned name, management address "
+                                                                     "or address:port); series without it are "
+                                                                     "named by instance.")] = "instance",
     before: Annotated[Path | None, typer.Option("--before", help="A saved ibqueryerrors output taken earlier: "
                                                                  "counts are what grew since.")] = None,
-    window: Annotated[float, typer.Option("--window", min=0, max=86400, help="With --ibsim or --prometheus: "
+    window: Annotated[float, typer.Option("--window", min=0, max=86400, help="With --ibsim, --prometheus or "
+                                                                              "--switches: "
                                                                               "seconds between two samples (0: one "
                                                                               "sample, totals).")] = 0.0,
     plan: PlanOpt = None,
@@ -44,7 +55,8 @@ def localize(
     equal-cost path of a lab's routed planes (--lab), InfiniBand port counters (--ibsim, or a saved
     --ibqueryerrors with --plan), or switch port counters from Prometheus (--prometheus with --plan).
     Exit 1 when one is named, 0 when the fabric looks clean, 2 on bad input, 3 when it cannot judge."""
-    source = LocalizeSource(lab=lab, ibsim=ibsim, ibqueryerrors=ibqueryerrors, prometheus=prometheus)
+    source = LocalizeSource(lab=lab, ibsim=ibsim, ibqueryerrors=ibqueryerrors, prometheus=prometheus,
+                            switches=switches, switch_label=switch_label, user=user, key=key)
     with stderr.status("localizing…", spinner="dots"):
         report = locate(source, plan=plan, planes=planes, before=before, window=window,
                         settings=ProbeSettings(flows_per_pair=flows_per_pair, packets=packets))
@@ -58,11 +70,11 @@ def localize(
 
 def _print(report: LocalizeReport) -> None:
     if report.planes:
-        probed = Table("plane", "flows", "paths learned", "packets", "lost", "cables covered", box=box.SIMPLE_HEAD,
-                       title="probes")
+        probed = Table("plane", "flows", "paths learned", "packets", "lost", "cables covered", "hops rate-limited",
+                       box=box.SIMPLE_HEAD, title="probes")
         for p in report.planes:
             probed.add_row(p.plane, str(p.flows), str(p.learned), str(p.packets), str(p.lost),
-                           f"{p.covered}/{p.cables}")
+                           f"{p.covered}/{p.cables}", str(p.rate_limited))
         print_table(probed)
     if report.suspects:
         table = Table(box=box.SIMPLE_HEAD, title="suspects, most likely first")

@@ -9,10 +9,10 @@ from ipaddress import IPv4Network, ip_address
 from ClusterShell.NodeSet import NodeSetException
 
 from gpunet.errors import DesignError, SpecProblem
-from gpunet.model.flows import GPUNET_EXPORTER_PORT, NODE_EXPORTER_PORT, Flow
+from gpunet.model.flows import GPUNET_EXPORTER_PORT, NODE_EXPORTER_PORT, PROBE_PORT, Flow
 from gpunet.model.nodeset import NodeSetError, fold, parse_nodeset
 from gpunet.model.plan import Node
-from gpunet.model.spec import FlowSpec, Spec
+from gpunet.model.spec import EDGE_PLANES, FlowSpec, Spec
 from gpunet.model.types import port_range
 
 # Storage protocols a storage plane carries to storage servers: portmapper, NFS, NFS over RDMA, Lustre LNet.
@@ -58,7 +58,7 @@ def derive_flows(spec: Spec, nodes: Sequence[Node]) -> list[Flow]:
     members = Members(spec, nodes)
     _refuse_monitoring_on_a_node(members)
     derived = [*_ssh(members), *_exporters(members), *_slurm(members), *_bootstrap(members),
-               *_data_planes(members), *_storage(members), *_time_and_names(members)]
+               *_data_planes(members), *_storage(members), *_probes(members), *_time_and_names(members)]
     return [f for f in derived if f is not None] + list(_declared(members))
 
 
@@ -169,6 +169,16 @@ def _storage(m: Members) -> Iterator[Flow | None]:
     for service, protocol, ports in STORAGE_SERVICES:
         yield _flow(m, (service, protocol, ports, "storage"), clients, m.role("storage"),
                     "storage clients to the storage servers")
+
+
+def _probes(m: Members) -> Iterator[Flow | None]:
+    """`gpunet localize` probes every equal-cost path of a routed plane node to node, and doctor
+    probes the path MTU, on one UDP port: admitted from the plane's own nodes and nothing else, so
+    a firewall never turns into the loss a probe would blame on a cable."""
+    for plane, settings in m.spec.planes.items():
+        if plane not in EDGE_PLANES and settings.technology != "infiniband":
+            yield _flow(m, ("gpunet-probe", "udp", str(PROBE_PORT), plane), m.names, m.names,
+                        "gpunet localize and doctor's path-MTU probes between the plane's nodes")
 
 
 def _time_and_names(m: Members) -> Iterator[Flow | None]:

@@ -115,3 +115,80 @@ def parse_ip_link_stats(text: str, device: str) -> tuple[EthPortErrors, ...]:
                     if isinstance(value, int) and f"{direction}_{name}" in (*ETH_DAMAGE, *ETH_DROPS)}
         found.append(EthPortErrors(device=device, interface=link["ifname"], counters=counters))
     return tuple(found)
+
+
+# SONiC's `portstat -j` (sonic-utilities: the `show interfaces counters` table as JSON, one object per
+# interface, every value a string as the table shows it: "1,000", "N/A"), or that table itself
+# (`portstat`, `show interfaces counters`). Its error and drop columns in ip's words, so both read
+# the same.
+PORTSTAT = "portstat -j"
+PORTSTAT_COUNTERS = {"RX_ERR": "rx_errors", "RX_DRP": "rx_dropped", "RX_OVR": "rx_over_errors",
+                     "TX_ERR": "tx_errors", "TX_DRP": "tx_dropped"}
+SONIC_PORT = re.compile(r"^Ethernet([0-9]{1,4})$")
+PORTSTAT_PREAMBLE = re.compile(r"^(Last cached time was .*|The rates are calculated within .*)$")
+
+
+def parse_portstat(text: str, device: str, lanes: int = 1) -> tuple[EthPortErrors, ...]:
+    """`portstat -j` of one SONiC switch. SONiC names a port by its first SerDes lane
+    (Ethernet8 is the second port at 8 lanes): with the switch's `lanes`, EthernetN is told as
+    etpM, the front-panel alias gpunet renders. A table with no RX_ERR column, a value that is no
+    count, or anything but one object per interface is refused: a clean reading of it would be a
+    guess."""
+    body = "\n".join(line for line in text.splitlines() if not PORTSTAT_PREAMBLE.match(line.strip()))
+    table = load_json(body, PORTSTAT) if body.lstrip().startswith("{") else portstat_table(body)
+    if not isinstance(table, dict) or not table:
+        raise ParseError(PORTSTAT, 1, "not an object of interfaces: not portstat -j output")
+    found = []
+    for name, row in table.items():
+        if not isinstance(row, dict) or "RX_ERR" not in row:
+            raise ParseError(PORTSTAT, 1, f"{str(name)[:40]!r} has no RX_ERR column: not portstat -j output")
+        counters = {ours: _portstat_count(row[theirs], name, theirs)
+                    for theirs, ours in PORTSTAT_COUNTERS.items() if row.get(theirs, "N/A") != "N/A"}
+        found.append(EthPortErrors(device=device, interface=sonic_alias(name, lanes), counters=counters))
+    return tuple(found)
+
+
+def portstat_table(text: str) -> dict[str, dict[str, str]]:
+    """The table `portstat` prints, as `portstat -j` would give it: the dashed line under the
+    header says where each column is (a rate like "200.87 B/s" holds a space)."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    rule = next((i for i, line in enumerate(lines) if set(line.replace(" ", "")) == {"-"}), None)
+    if rule is None or rule == 0:
+        raise ParseError(PORTSTAT, 1, "no header and dashed rule: not portstat output")
+    spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[rule])]
+    header = [lines[rule - 1][a:b].strip() for a, b in spans]
+    if header[0] != "IFACE" or "RX_ERR" not in header:
+        raise ParseError(PORTSTAT, rule, f"the header {' '.join(header)[:80]!r} has no IFACE and RX_ERR")
+    table = {}
+    for number, line in enumerate(lines[rule + 1:], rule + 2):
+        if line.startswith("Reminder:"):  # multi-ASIC switches add a hint under the table
+            continue
+        cells = [line[a:b].strip() for a, b in spans]
+        if not SONIC_PORT.match(cells[0]) and not cells[0].startswith("Ethernet"):
+            raise ParseError(PORTSTAT, number, f"not an interface row: {line.strip()[:80]!r}")
+        table[cells[0]] = dict(zip(header[1:], cells[1:], strict=True))
+    return table
+
+
+def sonic_alias(name: str, lanes: int) -> str:
+    """Ethernet16 at 8 lanes is etp3; a name not on a port boundary (a breakout) stays as it is."""
+    number = SONIC_PORT.match(name)
+    if number is None or lanes < 1 or int(number[1]) % lanes:
+        return name
+    return f"etp{int(number[1]) // lanes + 1}"
+
+
+def _portstat_count(value: object, name: str, column: str) -> int:
+    text = str(value).replace(",", "")
+    if not (text.isascii() and text.isdigit()) or len(text) > 20:
+        raise ParseError(PORTSTAT, 1, f"{str(name)[:40]} {column}: {str(value)[:40]!r} is no count")
+    return int(text)
+
+
+def parse_switch_counters(text: str, device: str, lanes: int = 1) -> tuple[EthPortErrors, ...]:
+    """What the switch counter command printed: SONiC's `portstat -j` (an object of interfaces)
+    where the switch has it, else `ip -s -s -j link` (a list of links: any Linux NOS)."""
+    start = text.lstrip()[:1]
+    if start == "[":
+        return parse_ip_link_stats(text, device)
+    return parse_portstat(text, device, lanes)

@@ -13,13 +13,30 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr, ValidationError
 
 from gpunet.errors import ParseError
-from gpunet.fabric.counters import EthPortErrors
 from gpunet.files.inputs import load_json
+from gpunet.model.base import Frozen
 
 TOOL = "prometheus"
 IF_MIB = {"ifInErrors": "rx_errors", "ifInDiscards": "rx_dropped", "ifOutDiscards": "tx_dropped",
           "ifOutErrors": "tx_errors"}
 FUTURE_SLACK_S = 60.0  # an instant query's samples carry the query's time; a minute covers clock steps
+
+
+PORT_LABELS = ("ifName", "ifDescr", "ifAlias")  # snmp_exporter's if_mib lookups, most specific first
+
+
+class IfMibPort(Frozen):
+    """One switch port's IF-MIB counters as Prometheus labels them: what may name the switch (the
+    chosen label's value, then `instance` as scraped: a name, an address or address:port) and
+    what may name the port (ifName, ifDescr, ifAlias: those present)."""
+
+    switch_names: tuple[str, ...]
+    port_names: tuple[str, ...]
+    counters: dict[str, int]
+
+    @property
+    def shown(self) -> str:
+        return f"{self.switch_names[0]} {self.port_names[0]}"
 
 
 class _Typed(BaseModel):
@@ -41,27 +58,37 @@ class _Answer(_Typed):
     data: _Vector
 
 
-def parse_prometheus_vector(text: str, now: float, max_age_s: float = 300.0) -> tuple[tuple[EthPortErrors, ...],
-                                                                                     list[str]]:
-    """Per port, the IF-MIB counters as counts (instance, ifName or ifDescr name it), and notes on
-    what was left out."""
+def parse_prometheus_vector(text: str, now: float, max_age_s: float = 300.0, label: str = "instance"
+                            ) -> tuple[tuple[IfMibPort, ...], list[str]]:
+    """Per port, the IF-MIB counters as counts, and notes on what was left out. The switch is named
+    by `label` where a series has it, else by `instance`; which planned switch that is, is the
+    caller's to say (localize.snmp)."""
     answer = _answer(load_json(text, TOOL))
-    ports: dict[tuple[str, str], dict[str, int]] = {}
+    ports: dict[tuple[tuple[str, ...], tuple[str, ...]], dict[str, int]] = {}
     stale: list[str] = []
     for series in answer.data.result:
         stamp, count = _time(series.value[0]), _count(series.value[1])  # every sample is one, named or not
         name = IF_MIB.get(series.metric.get("__name__", ""))
-        device = series.metric.get("instance", "").rsplit(":", 1)[0]
-        interface = series.metric.get("ifName") or series.metric.get("ifDescr") or ""
-        if name is None or not device or not interface:
+        switch = tuple(dict.fromkeys(v for v in (series.metric.get(label), series.metric.get("instance")) if v))
+        port = tuple(dict.fromkeys(v for v in (series.metric.get(k) for k in PORT_LABELS) if v))
+        if name is None or not switch or not port:
             continue
         why = staleness(stamp, now, max_age_s)
         if why:
-            stale.append(f"{device} {interface} ({why})")
+            stale.append(f"{host_of(switch[0])} {port[0]} ({why})")
             continue
-        ports.setdefault((device, interface), {})[name] = count
+        ports.setdefault((switch, port), {})[name] = count
     notes = [f"{len(stale)} stale series left out, e.g. {stale[0]}"] if stale else []
-    return tuple(EthPortErrors(device=d, interface=i, counters=c) for (d, i), c in ports.items()), notes
+    return tuple(IfMibPort(switch_names=s, port_names=p, counters=c) for (s, p), c in ports.items()), notes
+
+
+def host_of(instance: str) -> str:
+    """`instance` without a :port ("10.0.0.5:9116" -> "10.0.0.5", "[2001:db8::5]:161" -> the
+    address); a bare IPv6 address or a name is itself."""
+    if instance.startswith("["):
+        return instance[1:].split("]", 1)[0]
+    host, colon, port = instance.rpartition(":")
+    return host if colon and port.isdigit() and ":" not in host else instance
 
 
 def staleness(stamp: float, now: float, max_age_s: float) -> str:

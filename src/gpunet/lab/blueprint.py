@@ -4,7 +4,7 @@ cables with shaped rates, addresses, routes and sysctls. lab/build.py carries it
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
@@ -14,7 +14,7 @@ from gpunet.lab.addressing import LAB_RANGE, BlockCarver, PlaneAddressing, lab_b
 from gpunet.lab.routes import host_routes, port_if
 from gpunet.lab.state import AddressPair, Routing
 from gpunet.lab.state import VethState as Veth
-from gpunet.model.plan import Interface, Link, Node, Plan, Switch
+from gpunet.model.plan import Interface, Link, Node, Plan, PlaneRouting, Switch
 from gpunet.model.tuning import tcp_buffer_sysctls
 from gpunet.render.switch.common import SWITCH_MTU
 from gpunet.render.switch.frr import render_frr
@@ -92,8 +92,13 @@ def _blueprint(plan: Plan, lab_id: str, slot: int, scale: float, *, dense: bool,
     p2p = _p2p_addresses(plan, carver)
     loopback_pool = carver.take(len(plan.switches) + 2)
     loopbacks = dict(zip((s.name for s in plan.switches), loopback_pool.hosts(), strict=False))
-    lab_plan = _routed_view(lab_view(plan, addressing, lab_addr, host_addr), loopbacks, p2p, loopback_pool)
-    bgp_planes = frozenset(p.name for p in lab_plan.planes if p.routing is not None and routing == "frr")
+    # FRR runs only where the Plan routes with eBGP; the lab's plan also numbers the planes the lab
+    # routes statically (an InfiniBand plane's Ethernet stand-in), so a hop there maps to its cable too
+    bgp_planes = frozenset(p.name for p in plan.planes if p.routing is not None and routing == "frr")
+    routed_switches = {s: a for s, a in loopbacks.items() if plan.switches_by_name[s].plane not in bridged}
+    lab_plan = with_lab_switch_addresses(
+        _routed_view(lab_view(plan, addressing, lab_addr, host_addr), loopbacks, p2p, loopback_pool), p2p,
+        routed_switches)
     routes = host_routes(plan, lab_addr, p2p, {mgmt: [(mgmt_leaf, HOST_PORT, str(host_addr.ip))]}, bgp_planes)
     gateway = str(host_addr.ip) if next(p.gateway for p in plan.planes if p.name == mgmt) else None
     namespaces = [_server_ns(n, ns[n.name], lab_addr, gateway) for n in plan.nodes]
@@ -126,7 +131,7 @@ def _routed_view(plan: Plan, loopbacks: dict[str, IPv4Address], p2p: dict[tuple[
     routed = {p.name for p in plan.planes if p.routing is not None}
     if not routed:
         return plan
-    p2p_pool = _covering(p2p)
+    p2p_pool = _covering(a for v in p2p.values() for a in (v.network.network_address, v.network.broadcast_address))
     planes = tuple(p.model_copy(update={"routing": p.routing.model_copy(update={
         "loopbacks": str(loopback_pool), "p2p": str(p2p_pool)})}) if p.routing is not None else p
         for p in plan.planes)
@@ -137,14 +142,13 @@ def _routed_view(plan: Plan, loopbacks: dict[str, IPv4Address], p2p: dict[tuple[
     return plan.model_copy(update={"planes": planes, "switches": switches, "links": links})
 
 
-def _covering(p2p: dict[tuple[str, str], IPv4Interface]) -> IPv4Network:
-    """The smallest network holding every lab /31 (one carved block)."""
-    networks = sorted({a.network for a in p2p.values()})
-    if not networks:
+def _covering(addresses: Iterable[IPv4Address]) -> IPv4Network:
+    """The smallest network holding every address (the lab's /31s or loopbacks: one carved block each)."""
+    ints = [int(a) for a in addresses]
+    if not ints:
         return IPv4Network("0.0.0.0/32")
-    first, last = int(networks[0].network_address), int(networks[-1].broadcast_address)
-    prefix = 32 - (first ^ last).bit_length()
-    return IPv4Network((first, prefix), strict=False)
+    first, last = min(ints), max(ints)
+    return IPv4Network((first, 32 - (first ^ last).bit_length()), strict=False)
 
 
 def _unnumbered(plan: Plan, switch: Switch, bgp_planes: frozenset[str]) -> bool:
@@ -179,6 +183,33 @@ def lab_view(plan: Plan, addressing: dict[str, PlaneAddressing], lab_addr: LabAd
     site = plan.site.model_copy(update={key: IPv4Network(relocate(str(value))) for key in ("admin_subnet", "monitoring")
                                         if (value := getattr(plan.site, key)) is not None})
     return plan.model_copy(update={"planes": planes, "nodes": nodes, "flows": flows, "site": site})
+
+
+def with_lab_switch_addresses(plan: Plan, p2p: dict[tuple[str, str], IPv4Interface],
+                              loopbacks: dict[str, IPv4Address]) -> Plan:
+    """The lab's cable /31s and its routers' loopbacks in the lab's plan, in place of the Plan's own
+    (every lab plane with switch-to-switch cables is routed Ethernet, an InfiniBand plane's too):
+    doctor and localize inside the lab map a hop's address to a cable as on a real fabric (an
+    address of the lab's that the Plan placed elsewhere, or not at all, would name the wrong
+    cable, or none). A plane the Plan does not route gets the lab's pools as its routing."""
+    links = tuple(link.model_copy(update={"p2p": str(p2p[link.a.device, link.a.port].network)})
+                  if (link.a.device, link.a.port) in p2p else link for link in plan.links)
+    routed = {s.plane for s in plan.switches if s.name in loopbacks}
+    switches = tuple(s.model_copy(update={"loopback": str(loopbacks[s.name])}) if s.name in loopbacks else s
+                     for s in plan.switches)
+    planes = tuple(p.model_copy(update={"routing": _lab_routing(
+        [loopbacks[s.name] for s in plan.switches if s.plane == p.name and s.name in loopbacks],
+        [a.ip for (device, _), a in p2p.items() if plan.switches_by_name[device].plane == p.name])})
+        if p.name in routed and p.routing is None else p for p in plan.planes)
+    return plan.model_copy(update={"links": links, "switches": switches, "planes": planes})
+
+
+LAB_ASN = 64512  # the lab routes statically: no switch has an ASN, the range only has to be valid
+
+
+def _lab_routing(loopbacks: list[IPv4Address], p2p: list[IPv4Address]) -> PlaneRouting:
+    return PlaneRouting(loopbacks=str(_covering(loopbacks)), p2p=str(_covering(p2p or loopbacks)),
+                        asn_first=LAB_ASN, asn_last=LAB_ASN)
 
 
 def _without_bonds(node: Node) -> list[Interface]:

@@ -22,10 +22,10 @@ from gpunet.errors import LabError
 from gpunet.fabric.cabling import cable_name
 from gpunet.fabric.observed import End
 from gpunet.localize.tomography import PathSample, candidates
+from gpunet.model.flows import PROBE_PORT
 from gpunet.model.plan import Link, Plan
 
 NodeCommand = Callable[[str, Sequence[str]], list[str]]  # (node, argv) -> the argv that runs it there
-PROBE_PORT = 33434  # UDP, traceroute's
 FIRST_SOURCE_PORT = 40000
 AGENT = (sys.executable, "-m", "gpunet.node.paths")
 
@@ -63,6 +63,12 @@ class ProbeSettings:
 
 
 @dataclass
+class TraceStats:
+    retried: int = 0  # hop answers that came only when asked again, paced: a rate-limiting switch
+    silent: int = 0  # flows with a hop that stayed silent through every try: cannot tell
+
+
+@dataclass
 class PlaneProbe:
     plane: str
     flows: int = 0
@@ -71,6 +77,9 @@ class PlaneProbe:
     covered: set[str] = field(default_factory=set)  # cables some learned flow crossed
     cables: set[str] = field(default_factory=set)  # the plane's cables
     notes: list[str] = field(default_factory=list)
+    mtu: int = 0  # the plane's, the size the path-MTU sweep sent
+    trace: TraceStats = field(default_factory=TraceStats)
+    too_big: dict[str, list[str]] = field(default_factory=dict)  # cable -> the refusals that name it
 
 
 class HopMap:
@@ -164,8 +173,8 @@ def run_agents(command: NodeCommand, mode: str, work: Mapping[str, dict[str, Any
     return results
 
 
-def trace_paths(command: NodeCommand, flows: Sequence[ProbeFlow], hop_map: HopMap, max_hops: int
-                ) -> dict[int, tuple[str, ...]]:
+def trace_paths(command: NodeCommand, flows: Sequence[ProbeFlow], hop_map: HopMap, max_hops: int,
+                stats: TraceStats | None = None) -> dict[int, tuple[str, ...]]:
     by_node = _by_source(flows)
     leaf_addresses: dict[str, list[str]] = defaultdict(list)
     for address, device in hop_map.device_of.items():
@@ -177,6 +186,9 @@ def trace_paths(command: NodeCommand, flows: Sequence[ProbeFlow], hop_map: HopMa
     paths = {}
     for result in traced.values():
         for fid, answer in result.items():
+            if stats is not None:
+                stats.retried += int(answer.get("retried", 0))
+                stats.silent += "" in answer["hops"]
             path = hop_map.path(index[int(fid)], answer["hops"])
             if path is not None:
                 paths[int(fid)] = path
@@ -239,6 +251,47 @@ def _follow_up(command: NodeCommand, learned: Sequence[ProbeFlow], paths: Mappin
     return [PathSample(paths[f.flow], *measured[f.flow], confirming=True) for f in chosen]
 
 
+def mtu_sweep(plan: Plan, command: NodeCommand, flows: Sequence[ProbeFlow], paths: Mapping[int, tuple[str, ...]],
+              *, hop_map: HopMap, size: int) -> tuple[dict[str, list[str]], list[str]]:
+    """One plane-MTU packet with Don't Fragment on every learned flow (its own 5-tuple, so its
+    own path): a hop that cannot forward it names itself and its next-hop MTU, and the flow's
+    learned path says which cable it could not send into. Cable -> what refused there; notes."""
+    work = {node: {"flows": [f.agent() for f in fl], "size": size} for node, fl in _by_source(flows).items()}
+    answers = {int(fid): r for result in run_agents(command, "mtu", work, timeout=60).values()
+               for fid, r in result.items() if r}
+    links = {cable_name(link): link for link in plan.links}
+    index = {f.flow: f for f in flows}
+    found: dict[str, list[str]] = defaultdict(list)
+    local: set[str] = set()
+    for fid, refused in answers.items():
+        flow, hop = index[fid], str(refused.get("hop", ""))
+        if not hop:
+            local.add(f"{flow.src.node}:{flow.src.interface}")
+            continue
+        device = hop_map.device_of.get(hop, "")
+        cable = egress(links, paths[fid], flow.src.node, device)
+        if cable is not None:
+            found[cable].append(f"{device} refused a {size}-byte packet with Don't Fragment (next-hop MTU "
+                                f"{refused.get('mtu')}) on flow {flow.src.node} -> {flow.dst.node} sport {flow.sport}")
+    notes = [f"{len(local)} interface(s) refused a {size}-byte packet before it left, e.g. {sorted(local)[0]}: "
+             "their own MTU is below the plane's (gpunet doctor, check GN-MTU-01)"] if local else []
+    return dict(found), notes
+
+
+def egress(links: Mapping[str, Link], path: Sequence[str], source: str, device: str) -> str | None:
+    """The cable of `path` (cable names from `source` on) that leaves `device`."""
+    here = source
+    for name in path:
+        link = links.get(name)
+        if link is None:
+            return None
+        ends = (link.a.device, link.b.device)
+        if here == device and here in ends:
+            return name
+        here = ends[1] if ends[0] == here else ends[0]
+    return None
+
+
 MIN_PROBES_PER_UPLINK = 8  # flows expected through each switch-to-switch cable, each way counted once
 MAX_FLOWS_PER_PAIR = 64
 
@@ -267,7 +320,8 @@ def probe_plane(plan: Plan, plane: str, command: NodeCommand, hop_map: HopMap, *
     if not flows:
         result.notes.append(f"{plane}: fewer than two addressed endpoints, nothing to probe")
         return result
-    paths = trace_paths(command, flows, hop_map, max_hops)
+    stats = result.trace
+    paths = trace_paths(command, flows, hop_map, max_hops, stats)
     learned = [f for f in flows if f.flow in paths]
     measured = measure(command, learned, settings) if learned else {}
     result.flows, result.learned = len(flows), len(learned)
@@ -276,6 +330,17 @@ def probe_plane(plan: Plan, plane: str, command: NodeCommand, hop_map: HopMap, *
         result.samples.append(PathSample(paths[f.flow], sent, lost))
         result.covered.update(paths[f.flow])
     result.samples += _follow_up(command, learned, paths, result.samples, settings)
+    result.mtu = next((p.mtu for p in plan.planes if p.name == plane), 0)
+    if learned and result.mtu:
+        result.too_big, notes = mtu_sweep(plan, command, learned, paths, hop_map=hop_map,
+                                                size=result.mtu)
+        result.notes += notes
+    if stats.retried:
+        result.notes.append(f"{plane}: {stats.retried} hop answer(s) came only when asked again, paced: switches "
+                            "rate-limit their TTL-expired answers (ICMP rate limits)")
+    if stats.silent:
+        result.notes.append(f"{plane}: {stats.silent} probe flow(s) had a hop that stayed silent through every "
+                            "paced try (rate-limited, or not answering): cannot tell, left out, never blamed")
     if len(learned) < len(flows):
         result.notes.append(f"{plane}: the paths of {len(flows) - len(learned)} of {len(flows)} probe flows were not "
                             "learned (a hop did not answer or named no planned port); those flows are left out")

@@ -12,16 +12,18 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from gpunet.errors import UsageError
-from gpunet.fabric.counters import EthPortErrors, parse_ibqueryerrors
+from gpunet.errors import CannotJudge, ParseError, UsageError
+from gpunet.fabric.counters import EthPortErrors, parse_ibqueryerrors, parse_switch_counters
 from gpunet.fabric.observed import End
 from gpunet.fabric.prometheus import parse_prometheus_vector
 from gpunet.files.inputs import read_stream, text_of
 from gpunet.localize.counters import counter_suspects, eth_counter_suspects
 from gpunet.localize.probing import HopMap, NodeCommand, PlaneProbe, ProbeSettings, probe_plane
-from gpunet.localize.report import LocalizeReport, PlaneSummary, Suspect, merge, probing_suspect
+from gpunet.localize.report import LocalizeReport, PlaneSummary, Suspect, merge, mtu_suspect, probing_suspect
+from gpunet.localize.snmp import coverage, map_series
 from gpunet.localize.tomography import blame
 from gpunet.model.plan import Plan
+from gpunet.model.switching import sonic_lanes
 
 
 @dataclass(frozen=True)
@@ -56,24 +58,90 @@ def localize_probing(site: ProbeSite, planes: Sequence[str] = (), settings: Prob
     started = time.monotonic()
     plan, hop_map = site.plan, site.hop_map()
     tiers: dict[str, int] = {c.plane: c.tiers for c in plan.capacity}
-    before = site.switch_counters()
+    judged = routed_planes(plan, planes)
+    before = on_planes(plan, site.switch_counters(), judged)
     probes = [probe_plane(plan, plane, site.on_node, hop_map, settings=settings or ProbeSettings(),
                           max_hops=2 * tiers[plane])
-              for plane in routed_planes(plan, planes)]
-    counters = eth_counter_suspects(plan, before, site.switch_counters(), time.monotonic() - started)
+              for plane in judged]
+    counters = eth_counter_suspects(plan, before, on_planes(plan, site.switch_counters(), judged),
+                                    time.monotonic() - started)
     return _report(plan, probes, [*site.notes, *counters.notes], time.monotonic() - started, counters.suspects)
 
 
-def localize_prometheus(plan: Plan, url: str, window: float, now: float | None = None) -> LocalizeReport:
+def on_planes(plan: Plan, ports: Sequence[EthPortErrors], planes: Sequence[str]) -> list[EthPortErrors]:
+    """The ports of the switches of the planes judged: another plane's counters (a management
+    switch's drops) are no evidence about these, and a note about them only confuses."""
+    switches = {s.name for s in plan.switches if s.plane in planes}
+    return [p for p in ports if p.device in switches]
+
+
+def localize_prometheus(plan: Plan, url: str, window: float, now: float | None = None, label: str = "instance"
+                        ) -> LocalizeReport:
     """IF-MIB error counters as snmp_exporter exports them, from a Prometheus server's HTTP API:
-    the values now and `window` seconds ago."""
+    the values now and `window` seconds ago, each series' switch named by `label` (else instance)."""
     started = time.monotonic()
     at = time.time() if now is None else now
-    after, stale = parse_prometheus_vector(prometheus_query(url, at), at)
-    before, _ = parse_prometheus_vector(prometheus_query(url, at - window), at - window) if window else ((), [])
-    reading = eth_counter_suspects(plan, before if window else None, after, window or None)
+    series, stale = parse_prometheus_vector(prometheus_query(url, at), at, label=label)
+    after = map_series(plan, series)
+    covered = coverage(plan, after, label)
+    before = None
+    if window:
+        earlier, _ = parse_prometheus_vector(prometheus_query(url, at - window), at - window, label=label)
+        before = map_series(plan, earlier).ports
+    reading = eth_counter_suspects(plan, before, after.ports, window or None)
     return LocalizeReport(suspects=tuple(reading.suspects), seconds=round(time.monotonic() - started, 2),
-                          notes=(f"switch port counters from Prometheus at {url}", *stale, *reading.notes))
+                          notes=(f"switch port counters from Prometheus at {url}", *covered, *stale, *reading.notes))
+
+
+# Any Linux NOS answers `ip -s -s -j link`; SONiC's own counters (the ASIC's, by front-panel port) are
+# `portstat -j`, taken where the switch has it.
+SWITCH_COUNTERS = ("sh", "-c", "if command -v portstat >/dev/null 2>&1; then exec portstat -j; fi; "
+                   "exec ip -s -s -j link")
+
+
+@dataclass(frozen=True)
+class SwitchSample:
+    """One reading of the switches' counters: what each printed, and why the others did not."""
+
+    outputs: dict[str, str]
+    failed: dict[str, str]
+
+
+def switch_ports(plan: Plan, sample: SwitchSample) -> tuple[list[EthPortErrors], list[str]]:
+    """The sample's ports (SONiC's by front-panel alias, its lanes from the planned speed); an
+    output that is neither tool's is left out and said."""
+    speeds = {s.name: s.port_gbps for s in plan.switches}
+    ports: list[EthPortErrors] = []
+    notes = []
+    for switch, text in sorted(sample.outputs.items()):
+        try:
+            ports += parse_switch_counters(text, switch, sonic_lanes(speeds.get(switch, 1)))
+        except ParseError as exc:
+            notes.append(f"{switch}: its counters were not understood ({exc}): left out")
+    return ports, notes
+
+
+def localize_switches(plan: Plan, sample: Callable[[], SwitchSample], window: float, asked: int) -> LocalizeReport:
+    """Switch port counters read from the switches themselves: two samples `window` seconds
+    apart (or one), `asked` switches asked each time. None read is no verdict."""
+    started = time.monotonic()
+    first = sample() if window else None
+    if window:
+        time.sleep(window)
+    last = sample()
+    after, notes = switch_ports(plan, last)
+    before = switch_ports(plan, first)[0] if first is not None else None
+    read = sorted({p.device for p in after})
+    if not read:
+        why = "; ".join(f"{s}: {w}" for s, w in sorted(last.failed.items())[:3]) or "no switch answered"
+        raise CannotJudge(f"no switch's port counters could be read over SSH ({why}): check --user/--key and that "
+                          "the switches' management addresses in the plan answer SSH")
+    reading = eth_counter_suspects(plan, before, after, window or None)
+    failed = [f"{len(last.failed)} switch(es) not read: " + ", ".join(f"{s} ({w})" for s, w in
+                                                                       sorted(last.failed.items())[:3])]
+    return LocalizeReport(suspects=tuple(reading.suspects), seconds=round(time.monotonic() - started, 2),
+                          notes=(f"switch port counters read over SSH from {len(read)} of {asked} switches",
+                                 *(failed if last.failed else []), *notes, *reading.notes))
 
 
 IF_MIB_QUERY = '{__name__=~"ifInErrors|ifOutErrors|ifInDiscards|ifOutDiscards"}'
@@ -124,6 +192,7 @@ def _report(plan: Plan, probes: list[PlaneProbe], notes: list[str], seconds: flo
     suspects: list[Suspect] = []
     for probe in probes:
         suspects += [probing_suspect(plan, probe.plane, b) for b in blame(probe.samples)]
+        suspects += [mtu_suspect(probe.plane, cable, why, probe.mtu) for cable, why in probe.too_big.items()]
         notes += probe.notes
         uncovered = sorted(probe.cables - probe.covered)
         if uncovered:
@@ -132,5 +201,6 @@ def _report(plan: Plan, probes: list[PlaneProbe], notes: list[str], seconds: flo
     ranked = merge(suspects, list(counted))
     summaries = tuple(PlaneSummary(plane=p.plane, flows=p.flows, learned=p.learned,
                                    packets=sum(s.sent for s in p.samples), lost=sum(s.lost for s in p.samples),
-                                   cables=len(p.cables), covered=len(p.covered & p.cables)) for p in probes)
+                                   cables=len(p.cables), covered=len(p.covered & p.cables),
+                                   rate_limited=p.trace.retried, silent=p.trace.silent) for p in probes)
     return LocalizeReport(suspects=tuple(ranked), planes=summaries, notes=tuple(notes), seconds=round(seconds, 2))

@@ -47,6 +47,10 @@ class Blame:
     taken: bool  # the fit took it (explains losses); False: a runner-up
     tied_with: tuple[str, ...] = ()  # links no flow told apart from it (same flows, same fit)
     share: float = 0.0  # of all lost packets, the share on flows through it
+    # A runner-up: the share of its flows' losses on flows that also cross a taken link (which
+    # explains them), and those links.
+    covered: float = 0.0
+    covered_by: tuple[str, ...] = ()
 
 
 def blame(samples: Sequence[PathSample], min_llr: float = MIN_LLR) -> list[Blame]:
@@ -65,7 +69,17 @@ def blame(samples: Sequence[PathSample], min_llr: float = MIN_LLR) -> list[Blame
         scores = tally.scores()
     named = {t.link for t in taken} | {link for t in taken for link in t.tied_with}
     runners = [s for s in first if s.link not in named and s.llr > 0][:RUNNERS_UP]
-    return taken + [_finish(s, False, (), total_lost) for s in runners]
+    return taken + [_runner_up(_finish(s, False, (), total_lost), tally, named) for s in runners]
+
+
+def _runner_up(score: Blame, tally: _Tally, named: set[str]) -> Blame:
+    """What a runner-up's losses are: how much of them the taken links already explain (its lossy
+    flows cross one of them too), so a person reads why it is only listed."""
+    lossy = [tally.samples[i] for i in tally.lossy[score.link]]
+    lost = sum(s.lost for s in lossy) or 1
+    shared = [s for s in lossy if named & set(s.links)]
+    by = sorted({link for s in shared for link in s.links if link in named})
+    return Blame(**{**score.__dict__, "covered": sum(s.lost for s in shared) / lost, "covered_by": tuple(by)})
 
 
 def candidates(samples: Sequence[PathSample], most: int) -> list[str]:

@@ -14,6 +14,7 @@ from gpunet.model.types import HostOrAddress, Name, PortRange, PortsText, Subnet
 
 NODE_EXPORTER_PORT = 9100
 GPUNET_EXPORTER_PORT = 9842  # gpunet's own exporter (monitor/); node_exporter keeps 9100
+PROBE_PORT = 33434  # UDP, traceroute's: `gpunet localize` and doctor's path-MTU probes between nodes
 Protocol = Literal["tcp", "udp", "any"]
 FoldedNodes = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9,\[\]-]*$")]  # gpu[001-032],login01
 

@@ -162,3 +162,9 @@ def ecmp_next_hops(plan: Plan, switch: Switch) -> dict[str, list[Session]]:
 def ecmp_widths(plan: Plan, switch: Switch) -> dict[str, int]:
     """Per other leaf of the plane: the ECMP width of its routes here."""
     return {leaf: len(hops) for leaf, hops in ecmp_next_hops(plan, switch).items()}
+
+
+def sonic_lanes(gbps: int) -> int:
+    """SerDes lanes per SONiC port at this speed: its interface names step by them (Ethernet0,
+    Ethernet8 ... at 400G), what gpunet renders and what `portstat` reports."""
+    return 8 if gbps >= 400 else 4 if gbps >= 40 else 1

@@ -35,7 +35,6 @@ ICMP_FRAG_NEEDED = 4
 SO_EE_ORIGIN_ICMP = 2
 EXTENDED_ERR = struct.Struct("=IBBBBII")  # struct sock_extended_err
 MEASURE, TRACE, END = b"M", b"T", b"E"
-DISCARD_PORT = 9  # where an MTU probe goes when nothing is meant to receive it
 
 
 @dataclass
@@ -91,36 +90,74 @@ def read_errors(sock: socket.socket) -> list[IcmpError]:
                     found.append(IcmpError(icmp_type, code, offender, info, payload))
 
 
-def trace(flows: list[Flow], max_hops: int, last: dict[int, list[str]] | None = None, tries: int = 3,
-          wait: float = 0.25) -> dict[int, dict[str, Any]]:
-    """Per flow: hops (addresses by TTL, "" where none answered) and whether the destination did.
-    `last` gives, per flow, the addresses of the switch before its destination: once one answers,
-    the path is whole. One TTL at a time on every flow's socket: an ICMP error pending on a socket
-    fails its next send."""
-    sockets = {f.flow: open_flow(f) for f in flows}
-    hops: dict[int, dict[int, str]] = {f.flow: {} for f in flows}
-    reached: dict[int, int] = {}
-    ends = {fid: set(addresses) for fid, addresses in (last or {}).items()}
+PACE_S = 0.01  # a retry's probes from one source address: 100/s, what a switch's ICMP limit refills at
 
-    def whole(fid: int) -> int:
-        """The TTL past which nothing is left to learn."""
-        answered = [t for t, a in hops[fid].items() if a in ends.get(fid, ())]
-        return min([reached.get(fid, max_hops + 1), *(t + 1 for t in answered)])
 
+def trace(flows: list[Flow], max_hops: int, last: dict[int, list[str]] | None = None, tries: int = 4, *,
+          wait: float = 0.25, pace: float = PACE_S) -> dict[int, dict[str, Any]]:
+    """Per flow: hops (addresses by TTL, "" where none answered), whether the destination did, and
+    how many of its hops answered only when asked again. `last` gives, per flow, the addresses of
+    the switch before its destination: once one answers, the path is whole. One TTL at a time on
+    every flow's socket (an ICMP error pending on a socket fails its next send). The first round
+    goes out at once; a hop that stayed silent is asked again paced, each source address at most
+    once per `pace` seconds, as a switch that rate-limits its TTL-expired answers (a real switch
+    does) can answer; a hop silent through every try is left "", never guessed."""
+    tracer = _Tracer(flows, max_hops, last)
     try:
-        for _ in range(tries):
+        for attempt in range(tries):
             for ttl in range(1, max_hops + 1):
-                waiting = [fid for fid in sockets if ttl not in hops[fid] and ttl < whole(fid)]
-                for fid in waiting:
-                    for error in _probe(sockets[fid], ttl):
-                        _note(error, fid, hops, reached)
-                if waiting:
-                    _collect({fid: sockets[fid] for fid in waiting}, hops, reached, wait, ttl)
+                tracer.round(ttl, attempt, wait=wait, pace=pace)
     finally:
-        for sock in sockets.values():
+        tracer.close()
+    return tracer.result()
+
+
+class _Tracer:
+    def __init__(self, flows: list[Flow], max_hops: int, last: dict[int, list[str]] | None) -> None:
+        self.sockets = {f.flow: open_flow(f) for f in flows}
+        self.max_hops = max_hops
+        self.hops: dict[int, dict[int, str]] = {f.flow: {} for f in flows}
+        self.retried: dict[int, int] = dict.fromkeys(self.sockets, 0)
+        self.reached: dict[int, int] = {}
+        self.ends = {fid: set(addresses) for fid, addresses in (last or {}).items()}
+        self.source = {f.flow: f.src for f in flows}
+
+    def whole(self, fid: int) -> int:
+        """The TTL past which nothing is left to learn."""
+        answered = [t for t, a in self.hops[fid].items() if a in self.ends.get(fid, ())]
+        return min([self.reached.get(fid, self.max_hops + 1), *(t + 1 for t in answered)])
+
+    def round(self, ttl: int, attempt: int, *, wait: float, pace: float) -> None:
+        waiting = [fid for fid in self.sockets if ttl not in self.hops[fid] and ttl < self.whole(fid)]
+        if not waiting:
+            return
+        if attempt:
+            waiting = _interleaved(waiting, self.source)
+        gap = pace / len({self.source[f] for f in waiting}) if attempt else 0.0
+        for fid in waiting:
+            for error in _probe(self.sockets[fid], ttl):
+                _note(error, fid, self.hops, self.reached)
+            time.sleep(gap)
+        _collect({fid: self.sockets[fid] for fid in waiting}, self.hops, self.reached, wait, ttl)
+        for fid in waiting:
+            self.retried[fid] += bool(attempt) and ttl in self.hops[fid]
+
+    def close(self) -> None:
+        for sock in self.sockets.values():
             sock.close()
-    return {fid: {"hops": [hops[fid].get(t, "") for t in range(1, whole(fid))], "reached": fid in reached}
-            for fid in sockets}
+
+    def result(self) -> dict[int, dict[str, Any]]:
+        return {fid: {"hops": [self.hops[fid].get(t, "") for t in range(1, self.whole(fid))],
+                      "reached": fid in self.reached, "retried": self.retried[fid]} for fid in self.sockets}
+
+
+def _interleaved(flows: list[int], source: dict[int, str]) -> list[int]:
+    """The flows, source addresses taken in turn: each source's probes spread over the round."""
+    by_source: dict[str, list[int]] = {}
+    for fid in flows:
+        by_source.setdefault(source[fid], []).append(fid)
+    queues = list(by_source.values())
+    return [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
 
 
 def _probe(sock: socket.socket, ttl: int) -> list[IcmpError]:
@@ -220,9 +257,11 @@ def serve(port: int, sources: list[str], seconds: float) -> dict[str, Any]:
 
 
 def mtu(flows: list[Flow], size: int, tries: int = 3, wait: float = 0.3) -> dict[int, dict[str, Any]]:
-    """Per flow: a hop that refused a `size`-byte packet with DF (its address and MTU), or {}.
-    A port-unreachable from the destination means the packet arrived whole: that flow is done."""
+    """Per flow: a hop that refused a `size`-byte packet with DF (its address and MTU, and the
+    flow's source port: a trace of the same 5-tuple takes the same path), or {}. A port-unreachable
+    from the destination means the packet arrived whole: that flow is done."""
     sockets = {f.flow: open_flow(f) for f in flows}
+    ports = {fid: sock.getsockname()[1] for fid, sock in sockets.items()}
     for sock in sockets.values():
         sock.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_PROBE)
     refused: dict[int, dict[str, Any]] = {}
@@ -239,7 +278,7 @@ def mtu(flows: list[Flow], size: int, tries: int = 3, wait: float = 0.3) -> dict
     finally:
         for sock in sockets.values():
             sock.close()
-    return {f.flow: refused.get(f.flow, {}) for f in flows}
+    return {f.flow: {**refused[f.flow], "sport": ports[f.flow]} if f.flow in refused else {} for f in flows}
 
 
 def _send_big(sock: socket.socket, payload: bytes, fid: int, refused: dict[int, dict[str, Any]],

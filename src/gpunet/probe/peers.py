@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
-from gpunet.model.flows import Flow, sample_ports
+from gpunet.model.flows import PROBE_PORT, Flow, sample_ports
 from gpunet.model.nodeset import parse_nodeset
 from gpunet.model.plan import Interface, Node, Plan
 from gpunet.node import paths
@@ -67,10 +67,21 @@ class PeerProbe:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """A hop that refused a packet for its size, and the path of the flow it refused (hop
+    addresses by TTL, "" where none answered): the hop after it is the far end of the cable."""
+
+    hop: str
+    mtu: int
+    path: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class PeerResult:
     probe: PeerProbe
     ok: bool | None  # None: the probe cannot tell (a refusal where nobody was asked to listen)
     detail: str
+    refusals: tuple[Refusal, ...] = ()  # pmtu: where and on which paths a packet was too big
 
 
 def plan_probes(plan: Plan, node: Node) -> list[PeerProbe]:
@@ -205,7 +216,7 @@ def _every_path_mtu(probe: PeerProbe, timeout: float, refused_ping: str | None =
     cannot forward one says so (fragmentation needed), naming itself and its MTU. `refused_ping`:
     where the ping itself was refused, as "HOP (next-hop MTU N)"."""
     size = probe.size + ICMP_IP_HEADERS
-    flows = [paths.Flow(n, probe.source, probe.target, 0, paths.DISCARD_PORT) for n in range(PATHS_PER_PEER)]
+    flows = [paths.Flow(n, probe.source, probe.target, 0, PROBE_PORT) for n in range(PATHS_PER_PEER)]
     try:
         with MULTIPATH_AT_ONCE:
             refused = {fid: r for fid, r in paths.mtu(flows, size, tries=MULTIPATH_TRIES,
@@ -221,7 +232,25 @@ def _every_path_mtu(probe: PeerProbe, timeout: float, refused_ping: str | None =
                 PeerResult(probe, True, f"{size}-byte packets passed on {PATHS_PER_PEER} source ports (paths)"))
     who = f"{len(refused)} of {PATHS_PER_PEER} source ports (equal-cost paths)" + (" and the ping" * bool(refused_ping))
     where = ", ".join(sorted(hops))
-    return PeerResult(probe, False, f"{who} refused {size}-byte packets: fragmentation needed at {where}")
+    return PeerResult(probe, False, f"{who} refused {size}-byte packets: fragmentation needed at {where}",
+                      _traced(probe, refused))
+
+
+TRACE_HOPS = 8  # leaf, spine, core and back down, with room: a refusing hop is found long before
+
+
+def _traced(probe: PeerProbe, refused: dict[int, dict[str, object]]) -> tuple[Refusal, ...]:
+    """One refused flow per refusing hop traced with its own 5-tuple (small packets pass the cable
+    that refused the big ones), so the hop after the refuser says which cable was too small."""
+    chosen = {str(r["hop"]): r for r in refused.values() if r.get("hop")}
+    flows = [paths.Flow(n, probe.source, probe.target, int(str(r["sport"])), PROBE_PORT)
+             for n, r in enumerate(chosen.values()) if r.get("sport")]  # no port: no path to retrace
+    try:
+        traced = paths.trace(flows, TRACE_HOPS, tries=2) if flows else {}
+    except OSError:
+        traced = {}
+    return tuple(Refusal(hop, int(str(r["mtu"])), tuple(traced.get(n, {}).get("hops", ())))
+                 for n, (hop, r) in enumerate(chosen.items()))
 
 
 def _ping(probe: PeerProbe, run: CommandRunner, timeout: float) -> PeerResult:

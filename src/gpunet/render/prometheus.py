@@ -16,13 +16,21 @@ import yaml
 
 from gpunet.model.flows import GPUNET_EXPORTER_PORT, NODE_EXPORTER_PORT
 from gpunet.model.nodeset import parse_nodeset
-from gpunet.model.plan import Node, Plan
+from gpunet.model.plan import Node, Plan, Switch
 from gpunet.render.common import header
 
 CONFIG_PATH = "prometheus/prometheus.yml"
 RULES_FILE = "rules/gpunet-alerts.yml"
 RULES_PATH = f"prometheus/{RULES_FILE}"
 JOBS = {"gpunet": GPUNET_EXPORTER_PORT, "node": NODE_EXPORTER_PORT}
+SNMP_JOB = "snmp"
+# snmp_exporter runs beside Prometheus (its default port) and walks each switch for it; `auth`
+# names the credentials in its snmp.yml (public_v2: community "public", its shipped default).
+SNMP_EXPORTER = "127.0.0.1:9116"
+SNMP_MODULE = "if_mib"
+SNMP_AUTH = "public_v2"
+SWITCH_ERRORS = 10  # received errored frames per 10 minutes: as ibqueryerrors' symbol error threshold
+SWITCH_DISCARD_RATIO = 1e-4  # discarded / sent packets: a lossless class discards none; this is a full queue
 SCRAPE_INTERVAL = "15s"  # 20 samples in every 5m rate window
 RATE_WINDOW = "5m"
 # Thresholds, and why:
@@ -47,6 +55,8 @@ CONFIG_COMMENT = """\
 # Copy admin/prometheus/ to the Prometheus host (e.g. /etc/prometheus/) and check it with
 # `promtool check config prometheus.yml`. Targets are the nodes' management addresses; the node
 # firewalls admit scrapes from the site's monitoring subnet ({monitoring}).
+# The snmp job walks each switch's management address through snmp_exporter (if_mib module) on this
+# host, {exporter}, under the switch's planned name (instance); set `auth` to your snmp.yml's.
 # Plain http by default. For TLS and basic auth, add to each scrape job:
 #   scheme: https
 #   tls_config: {{ca_file: /etc/prometheus/ca.pem}}
@@ -58,17 +68,22 @@ def render_prometheus(plan: Plan) -> dict[str, str]:
     """prometheus.yml, its target files (one per job) and the alert rules, by path."""
     files = {CONFIG_PATH: render_config(plan), RULES_PATH: render_rules(plan)}
     files |= {f"prometheus/{_targets_file(job)}": render_targets(plan, port) for job, port in JOBS.items()}
+    if managed_switches(plan):
+        files[f"prometheus/{_targets_file(SNMP_JOB)}"] = render_switch_targets(plan)
     return files
 
 
 def render_config(plan: Plan) -> str:
-    config = {
+    config: dict[str, Any] = {
         "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL,
                    "external_labels": {"site": plan.site.name}},
         "rule_files": [RULES_FILE],
         "scrape_configs": [{"job_name": job, "file_sd_configs": [{"files": [_targets_file(job)]}]} for job in JOBS],
     }
-    comment = CONFIG_COMMENT.format(monitoring=plan.site.monitoring or "site.monitoring not set")
+    if managed_switches(plan):
+        config["scrape_configs"].append(snmp_job())
+    comment = CONFIG_COMMENT.format(monitoring=plan.site.monitoring or "site.monitoring not set",
+                                    exporter=SNMP_EXPORTER)
     return header("Prometheus configuration") + comment + _yaml(config)
 
 
@@ -82,6 +97,30 @@ def render_targets(plan: Plan, port: int) -> str:
                "labels": {"node": node.name, "group": node.group, "leaf": leaves.get(node.name, "")}}
               for node in plan.nodes if scraped is None or node.name in scraped]
     return "[\n" + ",\n".join(f" {json.dumps(group)}" for group in groups) + "\n]\n"  # a node a line
+
+
+def managed_switches(plan: Plan) -> list[Switch]:
+    return [s for s in plan.switches if s.management]
+
+
+def snmp_job() -> dict[str, Any]:
+    """snmp_exporter's if_mib module against every switch's management address (the target),
+    `instance` set to the switch's planned name: what `gpunet localize --prometheus` and the
+    switch-port alerts name a switch by."""
+    return {"job_name": SNMP_JOB, "metrics_path": "/snmp", "params": {"module": [SNMP_MODULE], "auth": [SNMP_AUTH]},
+            "file_sd_configs": [{"files": [_targets_file(SNMP_JOB)]}],
+            "relabel_configs": [
+                {"source_labels": ["__address__"], "target_label": "__param_target"},
+                {"source_labels": ["switch"], "target_label": "instance"},
+                {"target_label": "__address__", "replacement": SNMP_EXPORTER}]}
+
+
+def render_switch_targets(plan: Plan) -> str:
+    """file_sd JSON: a target group per switch with a management address, a switch a line."""
+    groups = [{"targets": [s.management.split("/")[0]], "labels": {"switch": s.name, "plane": s.plane,
+                                                                   "tier": s.tier}}
+              for s in managed_switches(plan) if s.management]
+    return "[\n" + ",\n".join(f" {json.dumps(group)}" for group in groups) + "\n]\n"
 
 
 def _scraped(plan: Plan, port: int) -> set[str] | None:
@@ -141,7 +180,8 @@ def alert_groups(plan: Plan) -> dict[str, list[Alert]]:
     """Every alert by rule group; the InfiniBand port alerts only where the Plan has HCAs."""
     return {"gpunet-links": link_alerts(), "gpunet-counters": counter_alerts(),
             "gpunet-infiniband": infiniband_alerts(plan), "gpunet-peers": peer_alerts(),
-            "gpunet-fabric": fabric_alerts(), "gpunet-exporter": exporter_alerts(), "gpunet-bench": bench_alerts()}
+            "gpunet-fabric": fabric_alerts(), "gpunet-exporter": exporter_alerts(), "gpunet-bench": bench_alerts(),
+            **({"gpunet-switch-ports": switch_port_alerts()} if managed_switches(plan) else {})}
 
 
 def _ratio(part: str, whole: str, window: str = RATE_WINDOW) -> str:
@@ -250,6 +290,28 @@ def fabric_alerts() -> list[Alert]:
                   "in 10 minutes (fabric exporter on {{ $labels.node }})", "GN-IB-02",
                   "gpunet localize --ibqueryerrors <now> --before <earlier> --plan plan.json names it with the fix; "
                   "reseat, then replace the cable {{ $labels.cable }}; on its hosts gpunet doctor, check GN-IB-02")]
+
+
+SWITCH_PORT = "{{ $labels.switch }} port {{ $labels.ifName }}"
+SWITCH_RUNBOOK = ("gpunet localize --prometheus <this Prometheus> --plan plan.json --window 600 names the cable "
+                  "and its fix; on a server at its far end gpunet doctor, check GN-CNT-01")
+
+
+def switch_port_alerts() -> list[Alert]:
+    """From snmp_exporter's IF-MIB series (the snmp job): a switch port receiving errored frames
+    (a bad signal on the cable into it, or the far end's optic), one discarding what it should
+    send (a full queue: congestion, or a PFC/ECN setting that does not hold)."""
+    sent = 'rate(ifHCOutUcastPkts{job="snmp"}[5m])'
+    return [
+        Alert("GpunetSwitchPortErrors", f'increase(ifInErrors{{job="snmp"}}[10m]) > {SWITCH_ERRORS}', "0m", "warning",
+              f"{SWITCH_PORT} received {{{{ $value | humanize }}}} errored frames in 10 minutes", "GN-CNT-01",
+              SWITCH_RUNBOOK),
+        Alert("GpunetSwitchPortDiscards", f'rate(ifOutDiscards{{job="snmp"}}[5m]) / {sent} > {SWITCH_DISCARD_RATIO:g}'
+              f" and {sent} > 0", "10m", "warning",
+              f"{SWITCH_PORT} discards {{{{ $value | humanizePercentage }}}} of the packets it sends", "GN-QOS-02",
+              "congestion, not a bad cable: gpunet bench run finds the pairs it slows; for RoCE the switch's PFC and "
+              "ECN for the plane's class (gpunet doctor on its servers, checks GN-QOS-02 and GN-QOS-04)"),
+    ]
 
 
 BENCH_CLASS = "{{ $labels.path }} rail {{ $labels.rail }} on the {{ $labels.plane }} plane"

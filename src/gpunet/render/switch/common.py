@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Interface, IPv4Network
 
 from gpunet.model.plan import Plan, Plane, Switch
-from gpunet.model.switching import HostRoute, SwitchPort, host_routes, plane_of, switch_ports
+from gpunet.model.switching import HostRoute, SwitchPort, host_routes, plane_of, sonic_lanes, switch_ports
 from gpunet.render.quote import one_line
 
 SWITCH_MTU = 9216  # every port: the usual switch maximum, above every host MTU gpunet plans
@@ -50,10 +50,6 @@ class Naming:
 
 
 LINUX = Naming(linux_port, lambda first: f"bond{first}", lambda parent, vlan: f"{parent}.{vlan}")
-
-
-def sonic_lanes(gbps: int) -> int:
-    return 8 if gbps >= 400 else 4 if gbps >= 40 else 1
 
 
 def sonic_port(port: str, gbps: int) -> str:

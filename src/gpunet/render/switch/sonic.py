@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from gpunet.model.plan import Plan, Switch
-from gpunet.model.switching import SwitchPort, plane_of, sessions, switch_ports
+from gpunet.model.switching import SwitchPort, plane_of, sessions, sonic_lanes, switch_ports
 from gpunet.render.quote import one_line
 from gpunet.render.switch.common import (
     DEFAULT_VLAN,
@@ -35,7 +35,6 @@ from gpunet.render.switch.common import (
     management_gateway,
     routed,
     sonic_alias,
-    sonic_lanes,
     sonic_port,
 )
 from gpunet.render.switch.frr import render_frr
