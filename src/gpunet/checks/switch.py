@@ -23,7 +23,7 @@ from gpunet.checks.switch_bgp import judge_bgp, judge_ecmp
 from gpunet.checks.switch_common import finding, linux_port, port_number
 from gpunet.errors import ProbeError, UsageError
 from gpunet.model.plan import Plan, Switch
-from gpunet.model.switching import SwitchPort, plane_of, switch_ports
+from gpunet.model.switching import SwitchPort, speaks_bgp, switch_ports
 from gpunet.probe.frr import BgpSummary, Route, parse_bgp_summary_json, parse_frr_route_json
 from gpunet.probe.lldp import LldpNeighbor, parse_lldpcli_json
 from gpunet.probe.switchports import PortState, parse_ip_link_json
@@ -78,7 +78,7 @@ def check_switch(plan: Plan, switch_name: str, run: CommandRunner) -> list[Findi
 
 def judge_switch(plan: Plan, switch: Switch, state: SwitchState) -> list[Finding]:
     """Pure: the findings for what was read."""
-    routed = plane_of(plan, switch).routing is not None
+    routed = speaks_bgp(plan, switch)
     found: list[Finding] = []
     judges: list[tuple[str, Any, Callable[[Any], Iterator[Finding]], str, bool]] = [
         ("bgp", state.bgp, lambda s: judge_bgp(plan, switch, s), "GN-BGP-01", routed),

@@ -203,6 +203,24 @@ def _wait_for(files: Mapping[str, list[Path]], what: str) -> None:
                        f"the logs in {files[late[0]][0].parent}")
 
 
+def restart_frr(lab_dir: Path, namespaces: set[str]) -> None:
+    """The daemons of these switches stopped and started again from the frr.conf `lab up` wrote
+    there. A miswire moves a port into another namespace and back, which no real switch sees; FRR
+    8.4's nexthop tracking can then keep the neighbours on the switch's other ports 'inaccessible'
+    (bgpd's nexthop cache invalid while zebra resolves them: one ECMP path of eight, seen in about
+    one heal in three), so a switch whose ports moved starts afresh, as one power-cycled after
+    re-patching would."""
+    running = {ns: switch_dir(lab_dir, ns) / "frr.conf" for ns in namespaces}
+    confs = {ns: conf.read_text() for ns, conf in running.items() if conf.is_file()}
+    if not confs:
+        return
+    stop_frr(lab_dir, set(confs))
+    for ns in confs:  # the start waits for these to appear: the old ones must not answer for it
+        for left in (*switch_dir(lab_dir, ns).glob("*.pid"), switch_dir(lab_dir, ns) / "zserv.api"):
+            left.unlink(missing_ok=True)
+    start_frr(lab_dir, confs)
+
+
 def stop_frr(lab_dir: Path, namespaces: set[str]) -> None:
     """Stop every daemon started for the lab, by the PIDs in its pid files, each first checked to be
     an FRR daemon in one of `namespaces`: SIGTERM (a daemon cleans up after itself), then SIGKILL

@@ -69,9 +69,16 @@ def switch_ports(plan: Plan, switch: Switch) -> list[SwitchPort]:
     return sorted(ports, key=lambda p: p.number)
 
 
+def speaks_bgp(plan: Plan, switch: Switch) -> bool:
+    """eBGP is expected of a switch the Plan gives an ASN on a routed plane. A plane numbered
+    without ASNs (a lab's plane routed statically, an InfiniBand plane's Ethernet stand-in) has
+    loopbacks and /31s, so hops map to cables, but no session to look for."""
+    return plane_of(plan, switch).routing is not None and switch.asn is not None
+
+
 def sessions(plan: Plan, switch: Switch) -> list[Session]:
-    """One eBGP session per switch-to-switch cable of a routed plane (none elsewhere)."""
-    if plane_of(plan, switch).routing is None:
+    """One eBGP session per switch-to-switch cable of a switch that speaks BGP (none elsewhere)."""
+    if not speaks_bgp(plan, switch):
         return []
     found = []
     for port in (p for p in switch_ports(plan, switch) if p.kind == "fabric"):
