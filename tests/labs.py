@@ -24,7 +24,8 @@ import pytest
 
 from gpunet.lab.build import lab_down, lab_up
 from gpunet.lab.faults import heal
-from gpunet.lab.state import LabState, Routing, labs_root, read_state
+from gpunet.lab.state import LAB_PLAN, LabState, Routing, lab_dir, labs_root, read_state
+from gpunet.model.io import read_plan
 from gpunet.model.plan import Plan
 
 RESERVATIONS = ".test-ids"
@@ -151,3 +152,13 @@ def shared_lab(shape: str) -> Callable[..., LabState]:
         return shared_labs.get(shape)
 
     return lab
+
+
+def shared_lab_plan() -> Callable[..., Plan]:
+    """A module's `plan` fixture: the plan its `lab` runs, in the lab's own addresses."""
+
+    @pytest.fixture(scope="module")
+    def plan(lab: LabState) -> Plan:
+        return read_plan(lab_dir(lab.lab_id) / LAB_PLAN)
+
+    return plan

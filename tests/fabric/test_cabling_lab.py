@@ -6,18 +6,15 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from gpunet.api.fabric import CablingSource, cabling_check
 from gpunet.fabric.cabling import CablingReport, cable_name
-from gpunet.lab.build import LAB_PLAN
 from gpunet.lab.faults import apply_fault, apply_miswire, heal
-from gpunet.lab.state import LabState, lab_dir
-from gpunet.model.io import read_plan
+from gpunet.lab.state import LabState
 from gpunet.model.plan import Link, Plan
-from tests.labs import shared_lab, shared_lab_id
+from tests.labs import shared_lab, shared_lab_id, shared_lab_plan
 
 pytestmark = [pytest.mark.lab,
               pytest.mark.skipif(shutil.which("lldpd") is None, reason="needs lldpd (Debian package lldpd; .ci/run "
@@ -27,16 +24,7 @@ LAB = shared_lab_id("ethernet8")
 
 lab = shared_lab("ethernet8")
 
-
-@pytest.fixture(scope="module")
-def plan(lab: LabState) -> Plan:
-    return read_plan(lab_dir(lab.lab_id) / LAB_PLAN)
-
-
-@pytest.fixture(autouse=True)
-def healed(lab: LabState) -> Iterator[None]:
-    yield
-    heal(lab.lab_id)
+plan = shared_lab_plan()  # the lab's own plan; conftest heals the lab after every test
 
 
 def check() -> CablingReport:

@@ -9,7 +9,6 @@ import json
 import statistics
 import subprocess
 import time
-from collections.abc import Iterator
 
 import pytest
 from typer.testing import CliRunner
@@ -19,12 +18,11 @@ from gpunet.checks.base import Finding
 from gpunet.cli.main import app
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.frr import frr_missing, switch_dir, vtysh_argv
-from gpunet.lab.state import LAB_PLAN, LabState, lab_dir
-from gpunet.model.io import read_plan
+from gpunet.lab.state import LabState, lab_dir
 from gpunet.model.plan import Link, Plan
 from gpunet.model.switching import sessions
 from tests.lab.helpers import lab_address, server_process, tx_bytes
-from tests.labs import shared_lab, shared_lab_id
+from tests.labs import shared_lab, shared_lab_id, shared_lab_plan
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow,
               pytest.mark.skipif(frr_missing() is not None, reason=f"no FRR here: {frr_missing()}")]
@@ -35,16 +33,7 @@ runner = CliRunner()
 
 lab = shared_lab("default8")
 
-
-@pytest.fixture(scope="module")
-def plan(lab: LabState) -> Plan:
-    return read_plan(lab_dir(lab.lab_id) / LAB_PLAN)
-
-
-@pytest.fixture(autouse=True)
-def healed(lab: LabState) -> Iterator[None]:
-    yield
-    heal(lab.lab_id)
+plan = shared_lab_plan()  # the lab's own plan; conftest heals the lab after every test
 
 
 def check(*names: str) -> SwitchReport:

@@ -7,7 +7,6 @@ import json
 import random
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 from typer.testing import CliRunner
@@ -16,13 +15,12 @@ from gpunet.api.fabric import LocalizeSource, localize
 from gpunet.cli.main import app
 from gpunet.fabric.cabling import cable_name
 from gpunet.lab.build import LAB_PLAN
-from gpunet.lab.faults import apply_fault, heal
+from gpunet.lab.faults import apply_fault
 from gpunet.lab.state import LabState, lab_dir
 from gpunet.model.hops import shown
-from gpunet.model.io import read_plan
 from gpunet.model.plan import Link, Plan
 from tests.lab.helpers import run_in
-from tests.labs import shared_lab, shared_lab_id
+from tests.labs import shared_lab, shared_lab_id, shared_lab_plan
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 LAB = shared_lab_id("default8")
@@ -31,16 +29,7 @@ runner = CliRunner()
 
 lab = shared_lab("default8")
 
-
-@pytest.fixture(scope="module")
-def plan(lab: LabState) -> Plan:
-    return read_plan(lab_dir(lab.lab_id) / LAB_PLAN)
-
-
-@pytest.fixture(autouse=True)
-def healed(lab: LabState) -> Iterator[None]:
-    yield
-    heal(lab.lab_id)
+plan = shared_lab_plan()  # the lab's own plan; conftest heals the lab after every test
 
 
 def faulty(link: Link) -> str:
