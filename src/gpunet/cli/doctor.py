@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -81,15 +82,22 @@ def doctor(
 
 
 def _print(findings: list[Finding], show_pass: bool) -> None:
-    table = Table(box=box.SIMPLE_HEAD, show_lines=False)
-    for column in ("", "check", "subject", "observed", "expected", "fix"):
+    print_findings(findings, show_pass)
+
+
+def print_findings(findings: Sequence[Finding], show_pass: bool, *, title: str | None = None,
+                   per_device: bool = False) -> None:
+    """The findings as doctor shows them, failures as they come, passes only with --all, then the
+    count per verdict; `per_device` adds the column naming the device (the switch checks)."""
+    table = Table(box=box.SIMPLE_HEAD, show_lines=False, title=title)
+    for column in ("", "check", *(["switch"] if per_device else []), "subject", "observed", "expected", "fix"):
         table.add_column(column, overflow="fold")
     for f in findings:
         if f.verdict == "pass" and not show_pass:
             continue
         colour = COLOURS[f.verdict]
-        table.add_row(f"[{colour}]{f.verdict}[/{colour}]", f.check, cell(f.subject), cell(f.observed or f.evidence),
-                      cell(f.expected), cell(f.fix))
+        table.add_row(f"[{colour}]{f.verdict}[/{colour}]", f.check, *([f.node] if per_device else []),
+                      cell(f.subject), cell(f.observed or f.evidence), cell(f.expected), cell(f.fix))
     counts = {v: sum(f.verdict == v for f in findings) for v in COLOURS}
     print_table(table)
     stdout.print(" ".join(f"[{COLOURS[v]}]{n} {v}[/{COLOURS[v]}]" for v, n in counts.items()))

@@ -5,17 +5,15 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich import box
-from rich.table import Table
 
 from gpunet.api.switches import SwitchReport, switch_check
-from gpunet.cli.console import cell, print_table, stdout
+from gpunet.cli.console import cell, stdout
+from gpunet.cli.doctor import print_findings
 from gpunet.cli.errors import handles_errors, outcome_code
 from gpunet.cli.options import JsonOpt, KeyOpt, LabExecOpt, PlanOpt, UserOpt
 
 app = typer.Typer(help="Check the switches against the Plan: BGP sessions and ECMP, port MTU and state, LLDP.",
                   no_args_is_help=True)
-COLOURS = {"fail": "red", "warn": "yellow", "skip": "dim", "pass": "green"}
 SwitchesArg = Annotated[str | None, typer.Argument(
     metavar="[SWITCHES]", show_default=False,
     help="NodeSet of switch names as in the plan (comp-leaf[001-004]); default: every switch reached.")]
@@ -47,17 +45,7 @@ def check(
 
 
 def _print(report: SwitchReport, show_pass: bool) -> None:
-    table = Table(box=box.SIMPLE_HEAD, title=f"{len(report.switches)} switches, {report.source}")
-    for column in ("", "check", "switch", "subject", "observed", "expected", "fix"):
-        table.add_column(column, overflow="fold")
-    for f in report.findings:
-        if f.verdict == "pass" and not show_pass:
-            continue
-        colour = COLOURS[f.verdict]
-        table.add_row(f"[{colour}]{f.verdict}[/{colour}]", f.check, f.node, cell(f.subject),
-                      cell(f.observed or f.evidence), cell(f.expected), cell(f.fix))
-    print_table(table)
-    counts = {v: sum(f.verdict == v for f in report.findings) for v in COLOURS}
-    stdout.print(" ".join(f"[{COLOURS[v]}]{n} {v}[/{COLOURS[v]}]" for v, n in counts.items()))
+    print_findings(report.findings, show_pass, title=f"{len(report.switches)} switches, {report.source}",
+                   per_device=True)
     for name, why in report.unreachable.items():
         stdout.print(cell(f"unreachable: {name}: {why}"))
