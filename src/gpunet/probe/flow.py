@@ -15,14 +15,16 @@ from gpunet.probe.parsers import parse_ethtool_stats
 TOOL = "flow counter sample"
 # mlx5 names: rx/tx_prio<N>_pause[_duration|_transition], the global (802.3x) pause counters and their
 # transitions, the pause-storm watchdog's events (the NIC stopped sending pause: a storm, not loss), per-
-# priority discards and ECN marks, per-ring ECN marks (summed), and the RDMA congestion counters.
+# priority discards and ECN marks, per-ring ECN marks (summed), and the RDMA congestion counters. The older
+# mlx5 driver (3.0-1, Ubuntu 16.04's kernel) printed the 802.3x pause frames as pause_ctrl_rx/tx: the same
+# register as rx/tx_pause_ctrl_phy (tests/fixtures/ethtool_stats/cx4lx_kernel4.4_legacy_names_no_per_priority).
 KEPT = re.compile(
     r"(rx|tx)_prio\d_pause(_duration|_transition)?|(rx|tx)_(global_pause|pause_ctrl_phy)(_duration)?"
-    r"|rx_global_pause_transition|tx_pause_storm_(warning|error)_events"
+    r"|pause_ctrl_(rx|tx)|rx_global_pause_transition|tx_pause_storm_(warning|error)_events"
     r"|rx_prio\d_(discards|buf_discard|cong_discard|marked)|(rx|tx)_discards_phy|rx_ecn_mark"
     r"|np_ecn_marked_roce_packets|np_cnp_sent|rp_cnp_handled|rp_cnp_ignored|port_xmit_wait")
 RING_ECN = re.compile(r"rx\d+_ecn_mark")
-PAUSE = re.compile(r"(rx|tx)_(prio\d_pause|global_pause|pause_ctrl_phy)$|port_xmit_wait")
+PAUSE = re.compile(r"(rx|tx)_(prio\d_pause|global_pause|pause_ctrl_phy)$|pause_ctrl_(rx|tx)$|port_xmit_wait")
 CONGESTION = ("np_ecn_marked_roce_packets", "np_cnp_sent", "rp_cnp_handled", "rx_ecn_mark")
 REPLAY = "var/lib/gpunet/replay/ethtool-S"  # under a root other than /: a recorded `ethtool -S` per device
 # One argv for both ends: POSIX sh, the root and the devices as arguments, never inside the script.
@@ -58,8 +60,8 @@ def parse_ethtool_flow(text: str) -> dict[str, int]:
     """`ethtool -S` of a NIC that reports flow-control counters (mlx5); other NICs are refused."""
     counters = flow_counters(parse_ethtool_stats(text))
     if not any(PAUSE.match(name) for name in counters):
-        raise ParseError("ethtool -S", 1, "no pause counter (rx/tx_prioN_pause, *_pause_ctrl_phy): not an "
-                                          "mlx5-style output")
+        raise ParseError("ethtool -S", 1, "no pause counter (rx/tx_prioN_pause, *_pause_ctrl_phy, "
+                                          "pause_ctrl_rx/tx): not an mlx5-style output")
     return counters
 
 
