@@ -55,6 +55,15 @@ def test_only_a_low_pair_is_explained_by_its_counters() -> None:
     assert quiet.growth == {} and flow_verdict("low", None, (quiet,)) == ("low", None)
 
 
+def test_the_older_mlx5_driver_is_read_not_called_unreadable() -> None:
+    """A port on the older mlx5 driver (pause as pause_ctrl_rx/tx) is sampled, not "no flow-control
+    counter": the same recorded output before and after grew nothing, so a low pair stays low."""
+    legacy = sample("cx4lx_kernel4.4_legacy_names_no_per_priority")
+    end = end_counters("gpu02", "server", legacy, legacy)
+    assert (end.unreadable, end.growth) == (None, {})
+    assert flow_verdict("low", None, (end,)) == ("low", None)
+
+
 def test_counters_that_cannot_be_read_are_said_so() -> None:
     assert end_counters("gpu01", "client", None, AFTER).unreadable == "could not read the flow counters on gpu01"
     assert "no flow-control counter" in (end_counters("gpu01", "client", "@ethtool eth0\n", "@ethtool eth0\n")

@@ -55,6 +55,7 @@ def test_names_follow_node_exporter() -> None:
     assert metric_name("tx_pause_ctrl_phy") == "gpunet_ethtool_transmitted_pause_ctrl_phy"
     assert metric_name("rx_prio3_pause_duration") == "gpunet_ethtool_received_prio3_pause_duration"
     assert metric_name("rx_ecn_mark") == "gpunet_ethtool_received_ecn_mark"
+    assert metric_name("pause_ctrl_rx") == "gpunet_ethtool_pause_ctrl_received"  # the older mlx5 driver's
 
 
 def test_a_nic_whose_statistics_fail_costs_only_its_series(tmp_path: Path) -> None:

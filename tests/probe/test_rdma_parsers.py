@@ -16,6 +16,7 @@ from gpunet.errors import ParseError
 from gpunet.model.rdma import HostIommu
 from gpunet.probe.flow import growth, is_congestion, is_pause, parse_ethtool_flow, parse_flow_sample
 from gpunet.probe.nccl_log import parse_nccl_debug_log
+from gpunet.probe.parsers import parse_ethtool_stats
 from gpunet.probe.pci import parse_lspci, upstream_bridges
 from gpunet.probe.roce import parse_gpu_bus_ids, parse_mlnx_qos, parse_show_gids
 from gpunet.probe.topo import parse_nvidia_smi_topo
@@ -107,6 +108,16 @@ def test_pause_transitions_and_storm_events_are_kept_but_are_not_pause_frames() 
             counters["tx_pause_storm_error_events"]) == (0, 3, 1)
     assert sorted(name for name in counters if is_pause(name)) == [
         "rx_global_pause", "rx_pause_ctrl_phy", "tx_global_pause", "tx_pause_ctrl_phy"]
+
+
+def test_the_older_mlx5_drivers_pause_names_are_pause_frames() -> None:
+    """ethq's first mlx5_core file (driver 3.0-1, the ConnectX-4 Lx of issue #8 before its kernel 4.15
+    upgrade): 802.3x pause as pause_ctrl_rx/tx, and no per-priority group, so no PFC counter at all."""
+    stats = recorded("ethtool_stats", "cx4lx_kernel4.4_legacy_names_no_per_priority")
+    assert not [name for name in parse_ethtool_stats(stats) if "prio" in name]
+    counters = parse_ethtool_flow(stats)
+    assert sorted(name for name in counters if is_pause(name)) == ["pause_ctrl_rx", "pause_ctrl_tx"]
+
 
 def test_bridges_above_a_device_nearest_first() -> None:
     devices = parse_lspci((FIXTURES / "node_trees/hgx-h100-roce/tools/lspci-vvv.txt").read_text())
