@@ -148,16 +148,24 @@ class Reach:
                                   connect_timeout=self.connect_timeout)
 
     def on_switches(self, command: Sequence[str], switches: Sequence[str]) -> FleetResult:
-        """`command` on real switches over SSH at the Plan's management addresses (the fleet
-        runner, so a switch that does not answer is data, not a stop)."""
-        if self.kind != "ssh":
+        """`command` on switches over SSH at their management addresses (the fleet runner, so a
+        switch that does not answer is data, not a stop): a real fabric's from the Plan, a lab's
+        at the addresses its switches' sshd listens on, with the lab's key."""
+        if self.kind == "lab":
+            lab = self.lab or ""
+            runner = ClusterShellRunner(user="root", key=str(lab_key(lab)), addresses=_lab_state(lab).switch_mgmt,
+                                        fanout=self.fanout, command_timeout=self.timeout,
+                                        connect_timeout=self.connect_timeout, ssh_options=LAB_SSH_OPTIONS)
+        elif self.kind == "ssh":
+            plan = self.require_plan("the plan.json (or spec) with the switches' management addresses")
+            runner = ClusterShellRunner(user=self.user, key=str(self.key) if self.key else None,
+                                        addresses={s.name: s.management.split("/")[0] for s in plan.switches
+                                                   if s.management},
+                                        fanout=self.fanout, command_timeout=self.timeout,
+                                        connect_timeout=self.connect_timeout)
+        else:
             raise UsageError("switches are reached over SSH at the plan's management addresses: give --plan")
-        plan = self.require_plan("the plan.json (or spec) with the switches' management addresses")
-        addresses = {s.name: s.management.split("/")[0] for s in plan.switches if s.management}
-        runner = ClusterShellRunner(user=self.user, key=str(self.key) if self.key else None, addresses=addresses,
-                                    fanout=self.fanout, command_timeout=self.timeout,
-                                    connect_timeout=self.connect_timeout)
-        return runner.run(command, NodeSet.fromlist([s for s in switches if s in addresses]))
+        return runner.run(command, NodeSet.fromlist([s for s in switches if s in runner.addresses]))
 
     def node_argv(self, node: str, command: Sequence[str]) -> list[str]:
         """argv that runs `command` on one node (a lab server's namespace, or ssh to the node)."""

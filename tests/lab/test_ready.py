@@ -289,7 +289,7 @@ READINESS = Readiness(built_s=1.234, ready_s=2.5, conditions={
 
 def test_the_timing_line_says_how_long_readiness_took_and_per_condition() -> None:
     assert readiness_line(READINESS) == (
-        "ready 2.50 s after building (1.23 s): addresses 0.10 s (25 namespaces), sshd 0.10 s (8 servers), "
+        "ready 2.50 s after building (1.23 s): addresses 0.10 s (25 namespaces), sshd 0.10 s (8 servers and switches), "
         "lldp 2.50 s (500 ports), routes 0.40 s (29 pings)")
 
 

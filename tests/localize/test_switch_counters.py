@@ -14,8 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from gpunet.api import plan_spec
+from gpunet.api.fabric import LocalizeSource
 from gpunet.cli.main import app
-from gpunet.errors import CannotJudge, ParseError
+from gpunet.errors import CannotJudge, ParseError, UsageError
 from gpunet.fabric.counters import parse_ip_link_stats, parse_portstat, parse_switch_counters, sonic_alias
 from gpunet.localize.run import SwitchSample, localize_switches
 from gpunet.model.plan import Plan
@@ -101,3 +102,13 @@ def test_switches_need_a_plan_and_a_known_plane() -> None:
     assert result.exit_code == 2 and "no plane nosuch" in result.output
     both = runner.invoke(app, ["localize", "--switches", "--prometheus", "http://127.0.0.1:9", "--plan", str(SMALL)])
     assert both.exit_code == 2 and "exactly one of" in both.output
+
+
+def test_a_lab_with_switches_is_its_switches_over_ssh_and_nothing_else_combines() -> None:
+    assert LocalizeSource(lab="ab", switches=True).chosen() == "--lab --switches"
+    assert LocalizeSource(lab="ab").chosen() == "--lab"
+    for other in ({"ibsim": "ab"}, {"prometheus": "http://127.0.0.1:9"}):
+        with pytest.raises(UsageError, match="exactly one of"):
+            LocalizeSource(lab="ab", switches=True, **other).chosen()  # type: ignore[arg-type]
+    missing = runner.invoke(app, ["localize", "--lab", "nol", "--switches"])
+    assert missing.exit_code == 2 and "no lab 'nol'" in missing.output

@@ -141,11 +141,15 @@ class LocalizeSource:
     key: Path | None = None
 
     def chosen(self) -> str:
+        """The source named; `--lab ID --switches` is the lab's switches over SSH (at their lab
+        management addresses, with the lab's key), as --switches reaches a real fabric's."""
         sources = ("lab", "ibsim", "ibqueryerrors", "prometheus", "switches")
         given = [f"--{name}" for name in sources if getattr(self, name) not in (None, False)]
+        if given == ["--lab", "--switches"]:
+            return "--lab --switches"
         if len(given) != 1:
-            raise UsageError("give exactly one of --lab, --ibsim, --ibqueryerrors, --prometheus, --switches (got "
-                             f"{', '.join(given) or 'none'})")
+            raise UsageError("give exactly one of --lab, --ibsim, --ibqueryerrors, --prometheus, --switches (or "
+                             f"--lab with --switches; got {', '.join(given) or 'none'})")
         return given[0]
 
 
@@ -161,11 +165,7 @@ def localize(source: LocalizeSource, *, plan: Path | None = None, planes: list[s
                          "([a-zA-Z_][a-zA-Z0-9_]*)")
     earlier = _read_ibqueryerrors(before) if before else None
     if source.lab is not None:
-        reached = Reach.of_lab(source.lab)
-        hop_ports, hop_devices = reached.hop_addresses()
-        site = ProbeSite(plan=reached.require_plan(), on_node=reached.node_argv, hop_ports=hop_ports,
-                         hop_devices=hop_devices, switch_counters=reached.switch_counters, notes=reached.notes())
-        return localize_probing(site, planes or [], settings)
+        return _localize_lab(source.lab, kind, planes or [], window, settings)
     if source.ibsim is not None:
         reached = Reach.of_ibsim(source.ibsim)
         return localize_infiniband(reached.require_plan(), lambda: _ibqueryerrors(reached), earlier, window,
@@ -180,6 +180,18 @@ def localize(source: LocalizeSource, *, plan: Path | None = None, planes: list[s
             raise UsageError(f"--prometheus {source.prometheus}: {exc}") from None
     assert source.ibqueryerrors is not None
     return localize_counters(plan_of(plan), _read_ibqueryerrors(source.ibqueryerrors), earlier)
+
+
+def _localize_lab(lab: str, kind: str, planes: list[str], window: float,
+                  settings: ProbeSettings | None) -> LocalizeReport:
+    """A lab: every equal-cost path probed, or (--switches) its switches' counters over SSH."""
+    if kind == "--lab --switches":
+        return _localize_switches(Reach.of_lab(lab, "ssh"), planes, window)
+    reached = Reach.of_lab(lab)
+    hop_ports, hop_devices = reached.hop_addresses()
+    site = ProbeSite(plan=reached.require_plan(), on_node=reached.node_argv, hop_ports=hop_ports,
+                     hop_devices=hop_devices, switch_counters=reached.switch_counters, notes=reached.notes())
+    return localize_probing(site, planes, settings)
 
 
 def _localize_switches(reached: Reach, planes: list[str], window: float) -> LocalizeReport:

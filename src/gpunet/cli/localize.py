@@ -29,7 +29,8 @@ def localize(
     switches: Annotated[bool, typer.Option("--switches", help="Switch port counters read from the switches "
                                                                "themselves over SSH at the plan's management "
                                                                "addresses (SONiC's portstat -j, else ip -s -s "
-                                                               "-j link); needs --plan.")] = False,
+                                                               "-j link); needs --plan, or --lab for a lab's "
+                                                               "switches (their sshd, the lab's key).")] = False,
     user: UserOpt = None,
     key: KeyOpt = None,
     switch_label: Annotated[str, typer.Option("--switch-label", help="With --prometheus: the label that names a "
@@ -53,7 +54,8 @@ def localize(
 ) -> None:
     """Ranked suspect cables, each with its evidence, a confidence and the fix: probing every
     equal-cost path of a lab's routed planes (--lab), InfiniBand port counters (--ibsim, or a saved
-    --ibqueryerrors with --plan), or switch port counters from Prometheus (--prometheus with --plan).
+    --ibqueryerrors with --plan), switch port counters from Prometheus (--prometheus with --plan) or
+    from the switches over SSH (--switches with --plan, or with --lab).
     Exit 1 when one is named, 0 when the fabric looks clean, 2 on bad input, 3 when it cannot judge."""
     source = LocalizeSource(lab=lab, ibsim=ibsim, ibqueryerrors=ibqueryerrors, prometheus=prometheus,
                             switches=switches, switch_label=switch_label, user=user, key=key)

@@ -70,11 +70,14 @@ def plane_addressing(plan: Plan, block: IPv4Network, *, dense: bool = False
 
 
 def _indexes(plan: Plan, plane: str) -> tuple[IPv4Network, list[int]]:
-    """The plan subnet and the host indexes the (sliced) plan uses on it, gateway included."""
+    """The plan subnet and the host indexes the (sliced) plan uses on it, gateway and switch
+    management addresses included (lab/management.py gives those switches a port on the plane)."""
     spec = next(p for p in plan.planes if p.name == plane)
     subnet = IPv4Network(spec.subnet)
     used = [int(ip_interface(i.address).ip) - int(subnet.network_address)
             for n in plan.nodes for i in n.interfaces if i.plane == plane and i.address]
+    used += [int(ip_interface(s.management).ip) - int(subnet.network_address) for s in plan.switches
+             if s.management and ip_interface(s.management).ip in subnet]
     if spec.gateway:
         used.append(int(IPv4Address(spec.gateway)) - int(subnet.network_address))
     return subnet, sorted(set(used))
@@ -82,8 +85,10 @@ def _indexes(plan: Plan, plane: str) -> tuple[IPv4Network, list[int]]:
 
 def _kept(plan: Plan, plane: str, carver: BlockCarver) -> PlaneAddressing:
     subnet, used = _indexes(plan, plane)
-    # +3: network, broadcast and the host's own address stay clear of every node index
-    return PlaneAddressing(subnet, carver.take(max(max(used, default=1) + 3, 256)))
+    # network and broadcast stay clear of every index, and the host's own address (the last one)
+    # where the plane has no gateway for it to take (switch management fills a plane from the top)
+    slack = 2 if next(p for p in plan.planes if p.name == plane).gateway else 3
+    return PlaneAddressing(subnet, carver.take(max(max(used, default=1) + slack, 256)))
 
 
 def _dense(plan: Plan, plane: str, carver: BlockCarver) -> PlaneAddressing:

@@ -11,6 +11,7 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
 from gpunet.errors import LabError, LabUsageError
 from gpunet.lab.addressing import LAB_RANGE, BlockCarver, PlaneAddressing, lab_block, plane_addressing
+from gpunet.lab.management import HOST_PORT, plan_management
 from gpunet.lab.routes import host_routes, port_if
 from gpunet.lab.state import AddressPair, Routing
 from gpunet.lab.state import VethState as Veth
@@ -19,7 +20,6 @@ from gpunet.model.tuning import tcp_buffer_sysctls
 from gpunet.render.switch.common import SWITCH_MTU
 from gpunet.render.switch.frr import render_frr
 
-HOST_PORT = "host"  # the switch port the host's veth plugs into
 # One MTU-sized packet per skb (no GSO/TSO batching on the veths): injected loss then hits frames
 # as on a wire, and tbf queues see real packet sizes. Cheap at the lab's Mbit/s rates.
 WIRE_SIZED = " gso_max_segs 1"
@@ -53,6 +53,12 @@ class Blueprint:
     # Routed switches that run FRR (`routing` frr, on planes the Plan routes with eBGP): namespace ->
     # the switch's frr.conf, rendered from `lab_plan` exactly as for a real switch.
     frr_confs: dict[str, str] = field(default_factory=dict)
+    # Switch management (lab/management.py): each switch's eth0 cable, the host's ports on the
+    # switches' management plane, and switch -> lab management address (its sshd listens there).
+    mgmt_ports: list[Veth] = field(default_factory=list)
+    host_links: list[Veth] = field(default_factory=list)
+    host_link_addresses: dict[str, IPv4Interface] = field(default_factory=dict)
+    switch_mgmt: dict[str, str] = field(default_factory=dict)
 
 
 HASH_5_TUPLE = "0x0037"  # source and destination address, protocol, source and destination port
@@ -96,10 +102,14 @@ def _blueprint(plan: Plan, lab_id: str, slot: int, scale: float, *, dense: bool,
     # routes statically (an InfiniBand plane's Ethernet stand-in), so a hop there maps to its cable too
     bgp_planes = frozenset(p.name for p in plan.planes if p.routing is not None and routing == "frr")
     routed_switches = {s: a for s, a in loopbacks.items() if plan.switches_by_name[s].plane not in bridged}
-    lab_plan = with_lab_switch_addresses(
+    management = plan_management(plan, addressing, ns, lab_id, host_plane=mgmt, bridged=bridged)
+    lab_plan = with_lab_management(with_lab_switch_addresses(
         _routed_view(lab_view(plan, addressing, lab_addr, host_addr), loopbacks, p2p, loopback_pool), p2p,
-        routed_switches)
-    routes = host_routes(plan, lab_addr, p2p, {mgmt: [(mgmt_leaf, HOST_PORT, str(host_addr.ip))]}, bgp_planes)
+        routed_switches), management.addresses)
+    extra = {mgmt: [(mgmt_leaf, HOST_PORT, str(host_addr.ip))]}
+    for plane, attached in management.endpoints.items():
+        extra.setdefault(plane, []).extend(attached)
+    routes = host_routes(plan, lab_addr, p2p, extra, bgp_planes)
     gateway = str(host_addr.ip) if next(p.gateway for p in plan.planes if p.name == mgmt) else None
     namespaces = [_server_ns(n, ns[n.name], lab_addr, gateway) for n in plan.nodes]
     for s in plan.switches:
@@ -111,16 +121,37 @@ def _blueprint(plan: Plan, lab_id: str, slot: int, scale: float, *, dense: bool,
             switch.commands += routes.get(s.name, [])
         namespaces.append(switch)
     _port_commands(namespaces, veths)
+    _management_commands(namespaces, management.links_up)
     return Blueprint(
         lab_id=lab_id, block=block, namespaces=namespaces, veths=veths, host_if=host_if,
         host_address=host_addr, mgmt_subnet=addressing[mgmt].lab_subnet,
         address_map={f"{n}/{i}": AddressPair(plan=_plan_address(plan, n, i), lab=str(a))
                      for (n, i), a in lab_addr.items()},
         mgmt_addresses={n: str(a.ip) for (n, _), a in lab_addr.items() if a.ip in addressing[mgmt].lab_subnet},
-        hosts_file=_hosts_file(plan, lab_addr), notes=_notes(plan, addressing), lab_plan=lab_plan,
-        routing=routing, frr_confs={ns[s.name]: render_frr(lab_plan, s) for s in lab_plan.switches
-                                    if s.plane in bgp_planes and s.plane not in bridged},
+        hosts_file=_hosts_file(plan, lab_addr), notes=[*_notes(plan, addressing), *management.notes],
+        lab_plan=lab_plan, routing=routing,
+        frr_confs={ns[s.name]: render_frr(lab_plan, s) for s in lab_plan.switches
+                   if s.plane in bgp_planes and s.plane not in bridged},
+        mgmt_ports=management.ports, host_links=management.host_links,
+        host_link_addresses=management.host_addresses,
+        switch_mgmt={name: str(address.ip) for name, address in management.addresses.items()},
     )
+
+
+def with_lab_management(plan: Plan, addresses: dict[str, IPv4Interface]) -> Plan:
+    """The switches' management addresses as the lab numbered them (None where the lab gave a
+    switch no management port): `localize --switches` and the scrape config dial these."""
+    switches = tuple(s.model_copy(update={"management": str(addresses[s.name]) if s.name in addresses else None})
+                     for s in plan.switches)
+    return plan.model_copy(update={"switches": switches})
+
+
+def _management_commands(namespaces: list[Namespace], links_up: dict[str, list[str]]) -> None:
+    """Management ports up and addressed before any route (a router's /32 routes name them)."""
+    for target in namespaces:
+        lines = links_up.get(target.device, []) if target.kind != "server" else []
+        at = target.commands.index("link set lo up") + 1 + (2 if target.kind == "bridge" else 0)
+        target.commands[at:at] = lines
 
 
 def _routed_view(plan: Plan, loopbacks: dict[str, IPv4Address], p2p: dict[tuple[str, str], IPv4Interface],

@@ -20,6 +20,7 @@ from gpunet.lab.addressing import LAB_RANGE
 from gpunet.lab.blueprint import Blueprint, Namespace, build_blueprint
 from gpunet.lab.frr import FrrStart, choose_routing, converged_pending, stop_frr
 from gpunet.lab.lldpd import TX_INTERVAL_S, lldpd_available, silent_ports, start_lldpd, wait_for_sockets
+from gpunet.lab.management import MANAGEMENT_PORTS
 from gpunet.lab.neighbours import LAB_LIMITS, raise_limits, restore_limits
 from gpunet.lab.netns import (
     existing_namespaces,
@@ -149,8 +150,8 @@ def _refuse_foreign(bp: Blueprint, run: CommandRunner) -> None:
     """Never adopt what gpunet did not make: a namespace or link of the same name, or a host
     route for the lab range while no lab is up, stops `up` before anything is recorded."""
     clash = sorted({n.name for n in bp.namespaces} & existing_namespaces())
-    if run(["ip", "link", "show", bp.host_if], check=False).returncode == 0:
-        clash.append(f"link {bp.host_if}")
+    clash += [f"link {link}" for link in (bp.host_if, *(v.a_if for v in bp.host_links))
+              if run(["ip", "link", "show", link], check=False).returncode == 0]
     if clash:
         raise LabError(f"{', '.join(clash[:5])} already exist and are not this lab's; remove them or use another --id")
     route = run(["ip", "route", "show", "exact", str(LAB_RANGE)], check=False).stdout.strip()
@@ -178,7 +179,7 @@ def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> 
         scale_mbit_per_gbit=scale,
         routes={n.name: tuple(c for c in n.commands if c.startswith("route ")) for n in bp.namespaces},
         addresses={n.name: tuple(c for c in n.commands if c.startswith("addr add ")) for n in bp.namespaces},
-        routing=bp.routing,
+        routing=bp.routing, switch_mgmt=bp.switch_mgmt, host_links=tuple(v.a_if for v in bp.host_links),
     )
 
 
@@ -208,7 +209,8 @@ def _create(bp: Blueprint, run: CommandRunner, progress: Progress, deadline_s: f
     steps: list[tuple[str, Callable[[], None]]] = [
         ("namespaces", lambda: ip_batch(run, (f"netns add {n.name}" for n in bp.namespaces))),
         ("sysctls", lambda: _each(bp, lambda n: set_sysctls(run, n.name, n.sysctls))),
-        ("cables", lambda: ip_batch(run, (_veth_line(v.a_ns, v.a_if, v.b_ns, v.b_if) for v in bp.veths))),
+        ("cables", lambda: ip_batch(run, (_veth_line(v.a_ns, v.a_if, v.b_ns, v.b_if)
+                                          for v in (*bp.veths, *bp.mgmt_ports, *bp.host_links)))),
         ("addresses and routes", lambda: _each(bp, lambda n: ip_batch(run, n.commands, n.name))),
         ("FRR", frr.begin),
         ("proxy ARP", lambda: _proxy_arp_now(bp, run)),
@@ -236,7 +238,9 @@ def _wait_ready(bp: Blueprint, run: CommandRunner, deadline_s: float) -> dict[Co
     servers = {n.device: n.name for n in bp.namespaces if n.kind == "server"}
     view = LabView(
         namespaces=[n.name for n in bp.namespaces], host_if=bp.host_if,
-        sshd={node: (ns, bp.mgmt_addresses[node]) for node, ns in servers.items() if node in bp.mgmt_addresses},
+        sshd={node: (ns, bp.mgmt_addresses[node]) for node, ns in servers.items() if node in bp.mgmt_addresses}
+        | {ns.device: (ns.name, bp.switch_mgmt[ns.device]) for ns in bp.namespaces
+           if ns.kind != "server" and ns.device in bp.switch_mgmt},
         lldp_ports=_lldp_ports(bp) if lldpd_available() else {},
         pings=[(servers[p.node], p) for p in far_side_pings(bp.lab_plan, list(servers))],
     )
@@ -308,14 +312,17 @@ def _host_side(bp: Blueprint, run: CommandRunner) -> None:
     neighbour table for every lab's entries (lab/neighbours.py); the Plan's TCP congestion control
     allowed in the servers' namespaces (lab/congestion.py)."""
     lines = [f"addr add {bp.host_address} dev {bp.host_if}", f"link set dev {bp.host_if} up"]
+    for link, address in bp.host_link_addresses.items():  # its ports on the switches' management plane
+        lines += [f"addr add {address} dev {link}", f"link set dev {link} up"]
     if not run(["ip", "route", "show", "exact", str(LAB_RANGE)], check=False).stdout.strip():
         lines.append(f"route add unreachable {LAB_RANGE}")
     ip_batch(run, lines)
     raise_limits(labs_root())
     congestion.permit(labs_root(), {tcp_congestion(p).value for p in bp.lab_plan.planes})
     # Servers route out via the host's veth (their gateway): the host forwards none of it.
-    run(["sysctl", "-q", "-w", f"net.ipv4.conf.{bp.host_if}.forwarding=0",
-         f"net.ipv6.conf.{bp.host_if}.disable_ipv6=1"], check=False)
+    for link in (bp.host_if, *bp.host_link_addresses):
+        run(["sysctl", "-q", "-w", f"net.ipv4.conf.{link}.forwarding=0", f"net.ipv6.conf.{link}.disable_ipv6=1"],
+            check=False)
 
 
 def _names(bp: Blueprint, run: CommandRunner) -> None:
@@ -337,6 +344,10 @@ def _sshd(bp: Blueprint, run: CommandRunner) -> None:
     _in_parallel(partial(start_sshd, lab_dir(bp.lab_id), ns.device, bp.mgmt_addresses[ns.device],
                          etc=ETC_NETNS / ns.name, prefix=node_argv_for(bp.lab_id, ns.name, []), run=run)
                  for ns in bp.namespaces if ns.kind == "server" and ns.device in bp.mgmt_addresses)
+    # the switches' too, at their management address, as a switch OS runs one on its eth0
+    _in_parallel(partial(start_sshd, lab_dir(bp.lab_id), ns.device, bp.switch_mgmt[ns.device],
+                         etc=ETC_NETNS / ns.name, prefix=["ip", "netns", "exec", ns.name], run=run, own_tree=False)
+                 for ns in bp.namespaces if ns.kind != "server" and ns.device in bp.switch_mgmt)
 
 
 def _lldpd(bp: Blueprint) -> None:
@@ -346,7 +357,8 @@ def _lldpd(bp: Blueprint) -> None:
         return
     log = lab_dir(bp.lab_id) / "lldpd.log"
     for ns in bp.namespaces:
-        start_lldpd(ETC_NETNS / ns.name, ns.device, _prefix(bp, ns.name), log)
+        skip = MANAGEMENT_PORTS if ns.kind != "server" else ()
+        start_lldpd(ETC_NETNS / ns.name, ns.device, _prefix(bp, ns.name), log, skip=skip)
     late = wait_for_sockets([ETC_NETNS / ns.name for ns in bp.namespaces])
     if late:
         raise LabError(f"lldpd did not start in {', '.join(p.name for p in late[:3])}; see {log}")
@@ -403,15 +415,15 @@ def _down(lab_id: str, run: CommandRunner) -> list[str]:
     kill_pids(pids_in_namespaces(names), names)  # sshd and anything `lab exec` left running
     present = sorted(names & existing_namespaces())
     ip_batch(run, (f"netns del {n}" for n in present), force=True)
-    ip_batch(run, [f"link del {state.host_if}"], force=True)
+    ip_batch(run, [f"link del {link}" for link in (state.host_if, *state.host_links)], force=True)
     _remove_names(state, run)
     if not slots_held(but=lab_id):  # the last lab down: what the labs share goes too
         ip_batch(run, [f"route del unreachable {LAB_RANGE}"], force=True)
         restore_limits(labs_root())
         congestion.restore(labs_root())
     left = sorted(names & existing_namespaces())
-    if run(["ip", "link", "show", state.host_if], check=False).returncode == 0:
-        left.append(f"link {state.host_if}")
+    left += [f"link {link}" for link in (state.host_if, *state.host_links)
+             if run(["ip", "link", "show", link], check=False).returncode == 0]
     if left:  # keep the state file: a later `down` must still know what to remove
         raise LabError(f"lab {lab_id}: could not remove {', '.join(left[:5])}; the state is kept, retry `lab down`")
     shutil.rmtree(lab_dir(lab_id), ignore_errors=True)

@@ -35,20 +35,22 @@ def lldpcli_argv(*command: str) -> list[str]:
     return ["lldpcli", "-u", SOCKET, *command]
 
 
-def config(system_name: str) -> str:
-    """The device's own name as system name, interface names as port ids, a fast lab cadence."""
+def config(system_name: str, skip: Sequence[str] = ()) -> str:
+    """The device's own name as system name, interface names as port ids, a fast lab cadence; no
+    LLDP on the `skip` patterns (a switch's management port is no cable of the Plan)."""
+    pattern = f"configure system interface pattern {','.join(['*', *(f'!{p}' for p in skip)])}\n" if skip else ""
     return (f"configure system hostname {system_name}\n"
             "configure lldp portidsubtype ifname\n"
             f"configure lldp tx-interval {TX_INTERVAL_S}\n"
-            f"configure lldp tx-hold {TX_HOLD}\n")
+            f"configure lldp tx-hold {TX_HOLD}\n" + pattern)
 
 
-def start_lldpd(etc: Path, system_name: str, prefix: Sequence[str], log: Path) -> int:
+def start_lldpd(etc: Path, system_name: str, prefix: Sequence[str], log: Path, skip: Sequence[str] = ()) -> int:
     """Write the namespace's /etc/lldpd.d and start lldpd in the foreground of its own session
     (no daemonizing: a daemon would write the host's /run/lldpd.pid). Returns its PID."""
     directory = etc / CONF_DIR
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "gpunet-lab.conf").write_text(config(system_name))
+    (directory / "gpunet-lab.conf").write_text(config(system_name, skip))
     with log.open("ab") as out:
         process = subprocess.Popen([*prefix, LLDPD, "-d", "-u", SOCKET], stdin=subprocess.DEVNULL, stdout=out,
                                    stderr=subprocess.STDOUT, start_new_session=True)

@@ -40,17 +40,21 @@ def write_ssh_files(directory: Path, run: CommandRunner) -> None:
 
 
 def start_sshd(
-    directory: Path, node: str, address: str, *, etc: Path, prefix: Sequence[str], run: CommandRunner
+    directory: Path, node: str, address: str, *, etc: Path, prefix: Sequence[str], run: CommandRunner,
+    own_tree: bool = True,
 ) -> None:
-    """sshd with its config at the server's own /etc/ssh (etc: /etc/netns/<ns>, which `ip netns
-    exec` mounts over /etc), so `sshd -T` in the server shows the effective settings. It first
-    includes the drop-ins of the server's own tree (`gpunet apply --lab` writes the rendered one
-    there), as Debian's sshd_config does: the first value of a keyword wins."""
+    """sshd with its config at the device's own /etc/ssh (etc: /etc/netns/<ns>, which `ip netns
+    exec` mounts over /etc), so `sshd -T` in it shows the effective settings. A server's (own_tree)
+    first includes the drop-ins of the server's own tree (`gpunet apply --lab` writes the rendered
+    one there), as Debian's sshd_config does: the first value of a keyword wins. A switch's has none
+    (apply configures servers)."""
     pid_file = sshd_pid_file(directory, node)
-    drop_ins = server_root(directory, node) / "etc/ssh/sshd_config.d"
-    drop_ins.mkdir(parents=True, exist_ok=True)
-    config = (f"Include {drop_ins}/*.conf\n" + CONFIG.format(dir=directory)
-              + f"ListenAddress {address}\nPidFile {pid_file}\n")
+    include = ""
+    if own_tree:
+        drop_ins = server_root(directory, node) / "etc/ssh/sshd_config.d"
+        drop_ins.mkdir(parents=True, exist_ok=True)
+        include = f"Include {drop_ins}/*.conf\n"
+    config = include + CONFIG.format(dir=directory) + f"ListenAddress {address}\nPidFile {pid_file}\n"
     (etc / "ssh").mkdir(parents=True, exist_ok=True)
     (etc / "ssh" / "sshd_config").write_text(config)
     run([*prefix, SSHD])

@@ -100,6 +100,10 @@ class LabState(Frozen):
     readiness: Readiness | None = None
     # How its eBGP planes route (a state from before FRR labs: static).
     routing: Routing = "static"
+    # Switch -> its lab management address, where its sshd listens (lab/management.py), and the
+    # host's own ports on the switches' management plane (gone with `down`).
+    switch_mgmt: dict[Hostname, AddressText] = Field(default_factory=dict)
+    host_links: tuple[PortName, ...] = ()
 
 
 def labs_root() -> Path:

@@ -87,8 +87,13 @@ def eth_counter_suspects(plan: Plan, before: Sequence[EthPortErrors] | None, aft
         device = names.device(port.device)
         local = names.port(device, [port.interface]) if device else None
         ports.append((End(device, local) if device and local else None, grown, f"{port.device} {port.interface}"))
-    reading.notes += drops_note(ports)
+    reading.notes += drops_note(ports, _cables(plan))
     return _rank(plan, [p for p in ports if p[1]], ETH_DAMAGE, seconds, reading)
+
+
+def _cables(plan: Plan) -> dict[End, str]:
+    """Every planned cable by either end."""
+    return {End(p.device, p.port): cable_name(link) for link in plan.links for p in (link.a, link.b)}
 
 
 def _rank(plan: Plan, ports: list[tuple[End | None, dict[str, int], str]], damage_kinds: tuple[str, ...],
@@ -135,12 +140,16 @@ def _other_signals(end: End, counters: dict[str, int], seconds: float | None) ->
     return notes
 
 
-def drops_note(ports: list[tuple[End | None, dict[str, int], str]]) -> list[str]:
+def drops_note(ports: list[tuple[End | None, dict[str, int], str]], cables: dict[End, str] | None = None
+               ) -> list[str]:
     """Ethernet drops in one line: a full queue, or frames nobody takes (LLDP where no daemon
-    listens, IPv6 where it is off), not a bad cable."""
-    dropped = sorted(((sum(v for k, v in c.items() if k in ETH_DROPS), shown) for _, c, shown in ports), reverse=True)
-    dropped = [(n, shown) for n, shown in dropped if n]
+    listens, IPv6 where it is off, a frame over the port's MTU), not a bad cable; the port's
+    cable said where the Plan has it."""
+    dropped = sorted(((sum(v for k, v in c.items() if k in ETH_DROPS), shown,
+                       (cables or {}).get(end) if end else None) for end, c, shown in ports), reverse=True)
+    dropped = [(n, shown, cable) for n, shown, cable in dropped if n]
     if not dropped:
         return []
+    count, shown, cable = dropped[0]
     return [f"{len(dropped)} Ethernet port(s) dropped packets (not errors: a full queue, or frames nobody takes), "
-            f"most at {dropped[0][1]}: {dropped[0][0]}"]
+            f"most at {shown}{f' (cable {cable})' if cable else ''}: {count}"]
