@@ -16,17 +16,19 @@ What it does, all inside a network namespace of its own (`gnsnmp`, deleted at th
   its alias (`ip link set swpN alias gpu1:ens1`), so the agent's ifName, ifDescr and ifAlias are real;
   each one's peer (swp1p..) is there too, as a switch's interfaces that are no planned port are;
   net-snmp 5.9 does not read the kernel's alias, so snmpd.conf gives it as ifAlias (`override`);
-- snmpd (read-only community of its own) on udp 127.0.0.1:161 and 127.0.0.1:1161;
+- snmpd (read-only community of its own) on udp 127.0.0.1:161;
 - prometheus-snmp-exporter on 127.0.0.1:9116, where gpunet's rendered scrape job expects it;
-- three Prometheus servers with the snmp job `gpunet render --target prometheus` writes for the plan,
-  its targets adapted to this agent, so that `instance` is
-    name:         the planned switch name (the job as rendered; target 127.0.0.1:1161),
-    address:      the management address (target 127.0.0.1; instance from the target, as
-                  snmp_exporter's README relabels it),
-    address_port: address:port (target 127.0.0.1:1161, relabelled the same way);
+- three Prometheus servers with the snmp job and targets `gpunet render --target prometheus` writes
+  for the plan (the switch's target its planned management address), one relabel rule added that
+  sends the exporter to this agent instead (target 127.0.0.1, the port kept), so that `instance` is
+    name:         the planned switch name (the job as rendered),
+    address:      the management address (instance from the target, as snmp_exporter's README
+                  relabels it),
+    address_port: address:port (the target written address:161, relabelled the same way);
 - after at least two scrapes and `--window` seconds of them, the answers to exactly the query
   gpunet's localize makes (gpunet.localize.run.IF_MIB_QUERY) at two times `--window` apart, written
-  verbatim to <out>/<variant>/earlier.json and later.json, with <out>/SOURCE.md saying how.
+  verbatim to <out>/<variant>/earlier.json and later.json, and the answer for a time before the
+  server started (unscraped.json), with <out>/SOURCE.md saying how.
 
 Every process it starts is stopped by its PID; the namespace is deleted even on failure.
 """
@@ -58,12 +60,15 @@ from gpunet.render.prometheus import SNMP_EXPORTER, SNMP_JOB, render_prometheus
 ROOT = Path(__file__).resolve().parents[1]
 NETNS = "gnsnmp"
 COMMUNITY = "gnsnmp-ro"  # ours, read-only, answered on loopback only
-AGENT_PORTS = (161, 1161)  # 161: a target with no port; 1161: one with
-VARIANTS = {  # name -> (target, instance taken from)
-    "name": ("127.0.0.1:1161", "switch"),
-    "address": ("127.0.0.1", "__param_target"),
-    "address_port": ("127.0.0.1:1161", "__param_target"),
+VARIANTS = {  # name -> (what follows the planned address in the target, what instance is taken from)
+    "name": ("", "switch"),
+    "address": ("", "__param_target"),
+    "address_port": (":161", "__param_target"),
 }
+# After instance is set: the exporter walks the agent on loopback, not the planned address (any
+# port written in the target kept), so no packet leaves 127.0.0.1.
+TO_AGENT = {"source_labels": ["__param_target"], "regex": "[^:]+(:[0-9]+)?", "target_label": "__param_target",
+            "replacement": "127.0.0.1${1}"}
 PROMETHEUS_PORTS = {"name": 9090, "address": 9091, "address_port": 9092}
 SCRAPE_S = 15  # the rendered scrape_interval
 # Each port is a veth (this host's kernel has no dummy driver); its peer, swpNp, stays in the
@@ -147,12 +152,14 @@ def prepare(work: Path, plan: Plan, switch: str, snmp_yml: Path) -> None:
     job = next(j for j in config["scrape_configs"] if j["job_name"] == SNMP_JOB)
     groups = json.loads(rendered[f"prometheus/{job['file_sd_configs'][0]['files'][0]}"])
     group = next(g for g in groups if g["labels"]["switch"] == switch)
-    for variant, (target, instance_from) in VARIANTS.items():
+    for variant, (port, instance_from) in VARIANTS.items():
         (work / variant / "targets").mkdir(parents=True)
         (work / variant / job["file_sd_configs"][0]["files"][0]).write_text(
-            json.dumps([{"targets": [target], "labels": group["labels"]}]))
-        relabel = [rule | {"source_labels": [instance_from]} if rule.get("target_label") == "instance" else rule
-                   for rule in job["relabel_configs"]]
+            json.dumps([{"targets": [f"{group['targets'][0]}{port}"], "labels": group["labels"]}]))
+        relabel = []
+        for rule in job["relabel_configs"]:
+            is_instance = rule.get("target_label") == "instance"
+            relabel += [rule | {"source_labels": [instance_from]}, TO_AGENT] if is_instance else [rule]
         own = {"global": config["global"], "scrape_configs": [job | {"relabel_configs": relabel}]}
         (work / variant / "prometheus.yml").write_text(yaml.safe_dump(own, sort_keys=False))
 
@@ -167,8 +174,7 @@ def write_snmpd_conf(work: Path, switch: str) -> None:
                                       check=True).stdout)
     aliases = "".join(f'override {IF_ALIAS}.{int(link["ifindex"])} octet_str {json.dumps(link["ifalias"])}\n'
                       for link in links if link.get("ifalias"))
-    agent = ",".join(f"udp:127.0.0.1:{port}" for port in AGENT_PORTS)
-    (work / "snmpd.conf").write_text(f"agentaddress {agent}\nrocommunity {COMMUNITY} 127.0.0.1\n"
+    (work / "snmpd.conf").write_text(f"agentaddress udp:127.0.0.1:161\nrocommunity {COMMUNITY} 127.0.0.1\n"
                                      f"sysName {switch}\nsysLocation gpunet record_snmp_answers\n{aliases}")
 
 
@@ -189,6 +195,7 @@ def record_inside(work: Path, window: int) -> int:
               SNMP_PERSISTENT_DIR=str(work / "snmpd"), MIBS="")
         start("snmp_exporter", ["prometheus-snmp-exporter", f"--config.file={work / 'snmp.yml'}",
                                 f"--web.listen-address={SNMP_EXPORTER}"])
+        unscraped = round(time.time() - 1, 3)  # before any server began: no history at all
         for variant, port in PROMETHEUS_PORTS.items():
             start(f"prometheus-{variant}", ["prometheus", f"--config.file={work / variant / 'prometheus.yml'}",
                                             f"--storage.tsdb.path={work / variant / 'data'}",
@@ -198,9 +205,10 @@ def record_inside(work: Path, window: int) -> int:
         later = round(time.time() - 1, 3)
         for variant, port in PROMETHEUS_PORTS.items():
             check_scrapes(port, later, window)
-            for name, at in (("earlier", later - window), ("later", later)):
+            for name, at in (("earlier", later - window), ("later", later), ("unscraped", unscraped)):
                 (work / variant / f"{name}.json").write_bytes(query(port, at))
-        (work / "times.json").write_text(json.dumps({"earlier": later - window, "later": later}))
+        (work / "times.json").write_text(json.dumps({"earlier": later - window, "later": later,
+                                                     "unscraped": unscraped}))
     finally:
         for process in started:
             process.send_signal(signal.SIGTERM)
@@ -270,7 +278,7 @@ def write_answers(work: Path, out: Path, args: argparse.Namespace, plan: Plan) -
     times = json.loads((work / "times.json").read_text())
     for variant in VARIANTS:
         (out / variant).mkdir(parents=True, exist_ok=True)
-        for name in ("earlier", "later"):
+        for name in ("earlier", "later", "unscraped"):
             shutil.copyfile(work / variant / f"{name}.json", out / variant / f"{name}.json")
         shutil.copyfile(work / variant / "prometheus.yml", out / variant / "prometheus.yml")
         shutil.copyfile(work / variant / "targets" / "snmp.json", out / variant / "snmp-targets.json")
@@ -279,6 +287,7 @@ def write_answers(work: Path, out: Path, args: argparse.Namespace, plan: Plan) -
 
 
 def source_text(times: dict[str, float], args: argparse.Namespace, plan: Plan) -> str:
+    address = next(s.management for s in plan.switches if s.name == args.switch and s.management).split("/")[0]
     when = datetime.datetime.fromtimestamp(times["later"], datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     packages = "\n".join(f"- {name}: {version}" for name, version in versions().items())
     ports = "\n".join(f"- {name}: alias `{far}`" for name, far in switch_ports(plan, args.switch).items())
@@ -303,25 +312,29 @@ one's peer, swpN{PEER} (no alias: an interface of the switch that is no planned 
 {ports}
 
 Each variant directory holds the Prometheus configuration it ran (`prometheus.yml`: the snmp job of
-`gpunet render --target prometheus` for the plan, only the target changed, and for address and
-address_port the instance rule taking the target as snmp_exporter's README does) and its targets file
-(`snmp-targets.json`), and the answers, verbatim, to the query gpunet's localize makes
+`gpunet render --target prometheus` for the plan, one rule added after the instance rule that sends
+the exporter to the agent on 127.0.0.1, and for address and address_port the instance rule taking the
+target as snmp_exporter's README does) and its targets file (`snmp-targets.json`: gpunet's, for this
+switch; address_port's target written address:161), and the answers, verbatim, to the query gpunet's
+localize makes
 (`/api/v1/query?query={IF_MIB_QUERY}&time=T`):
 - `earlier.json` at T = {times['earlier']:.3f}
 - `later.json` at T = {times['later']:.3f} ({args.window} s later)
+- `unscraped.json` at T = {times['unscraped']:.3f}, before the server started: what a window reaching
+  back past the first scrape gets (an empty vector)
 
-| variant | target | `instance` |
+| variant | target (walked at) | `instance` |
 |---|---|---|
-| name | 127.0.0.1:1161 | the planned name, {args.switch} (gpunet's relabel from `switch`) |
-| address | 127.0.0.1 | 127.0.0.1 (the management address: the target) |
-| address_port | 127.0.0.1:1161 | 127.0.0.1:1161 (address:port) |
+| name | {address} (127.0.0.1) | the planned name, {args.switch} (gpunet's relabel from `switch`) |
+| address | {address} (127.0.0.1) | {address} (the management address: the target) |
+| address_port | {address}:161 (127.0.0.1:161) | {address}:161 (address:port) |
 
 What the test (tests/localize/test_snmp_recorded.py) does to them: the counters recorded are all zero
 (veth interfaces make no errored frames), so it adds errors to one port's ifInErrors in later.json, in
-code, and expects that port's cable named first; it serves each answer stamped with the time asked
-for (what Prometheus does to an instant query's samples), and for address and address_port it judges
-against the plan with {args.switch}'s management address set to 127.0.0.1, where the agent was.
-Re-record with the command above.
+code, and expects that port's cable named first. It serves each answer for the time it was recorded
+at, byte for byte otherwise, with localize's clock set to the later time, against the plan the answers
+were recorded for ({args.plan.name}) and, to see a switch named by no planned name or address, the same
+plan with no management addresses. Re-record with the command above.
 """
 
 
