@@ -4,7 +4,7 @@ Run as root on a machine with net-snmp's snmpd, Debian's prometheus-snmp-exporte
 
     apt-get install snmpd prometheus-snmp-exporter      # prometheus: as .ci/run unpacks it
     git -C <snmp_exporter checkout> show v0.21.0:snmp.yml > /tmp/snmp.yml
-    python tools/record_snmp_answers.py --snmp-yml /tmp/snmp.yml
+    PYTHONPATH=src python tools/record_snmp_answers.py --snmp-yml /tmp/snmp.yml
 
 Debian's package ships no snmp.yml (the IETF MIBs it is generated from are not free), so --snmp-yml
 names one in the format of the installed exporter: upstream's snmp.yml of the same release. Its
@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import shutil
@@ -93,14 +94,20 @@ def main() -> int:
     plan = plan_spec(args.plan)
     with tempfile.TemporaryDirectory(prefix="gnsnmp-") as work:
         prepare(Path(work), plan, args.switch, args.snmp_yml)
+        run(["ip", "netns", "add", NETNS])  # fails where it exists: only our own is torn down below
         try:
             make_namespace(plan, args.switch)
             write_snmpd_conf(Path(work), args.switch)
             run(["ip", "netns", "exec", NETNS, sys.executable, __file__, "--inside", work, "--window",
                  str(args.window)], env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+        except subprocess.CalledProcessError:
+            for log in sorted((Path(work) / "logs").glob("*.log")):  # the work dir goes with the failure
+                print(f"--- {log.name}:", *log.read_text(errors="replace").splitlines()[-15:], sep="\n")
+            raise
         finally:
             remove_namespace()
         write_answers(Path(work), args.out, args, plan)
+        print(f"recorded under {args.out}")
     return 0
 
 
@@ -122,7 +129,6 @@ def switch_ports(plan: Plan, switch: str) -> dict[str, str]:
 
 
 def make_namespace(plan: Plan, switch: str) -> None:
-    run(["ip", "netns", "add", NETNS])
     run(["ip", "-n", NETNS, "link", "set", "lo", "up"])
     for name, far_end in switch_ports(plan, switch).items():
         run(["ip", "-n", NETNS, "link", "add", name, "type", "veth", "peer", "name", f"{name}{PEER}"])
@@ -287,6 +293,7 @@ def write_answers(work: Path, out: Path, args: argparse.Namespace, plan: Plan) -
 
 
 def source_text(times: dict[str, float], args: argparse.Namespace, plan: Plan) -> str:
+    digest = hashlib.sha256(args.snmp_yml.read_bytes()).hexdigest()
     address = next(s.management for s in plan.switches if s.name == args.switch and s.management).split("/")[0]
     when = datetime.datetime.fromtimestamp(times["later"], datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     packages = "\n".join(f"- {name}: {version}" for name, version in versions().items())
@@ -302,7 +309,8 @@ Software (Debian 12 packages, versions as dpkg reports them):
 
 snmp.yml: Debian's prometheus-snmp-exporter ships none (the MIBs it is generated from are not free); the
 if_mib module is upstream's `snmp.yml` at tag v0.21.0 (the packaged release) of prometheus/snmp_exporter,
-unchanged but for `auth: {{community: {COMMUNITY}}}`. snmpd.conf here is the agent's configuration.
+unchanged but for `auth: {{community: {COMMUNITY}}}` (the file given: sha256 {digest}).
+snmpd.conf here is the agent's configuration.
 net-snmp 5.9 does not read the kernel's interface alias (its ifAlias is its own, set by SNMP SET), so
 snmpd.conf gives each swpN's ifAlias as its kernel alias with `override` lines: the agent stays read-only.
 
@@ -334,7 +342,9 @@ What the test (tests/localize/test_snmp_recorded.py) does to them: the counters 
 code, and expects that port's cable named first. It serves each answer for the time it was recorded
 at, byte for byte otherwise, with localize's clock set to the later time, against the plan the answers
 were recorded for ({args.plan.name}) and, to see a switch named by no planned name or address, the same
-plan with no management addresses. Re-record with the command above.
+plan with no management addresses. It also takes one port's series out of earlier.json (a port with no
+earlier reading), and serves unscraped.json as the answer `window` s before later.json (a window
+reaching back past the first scrape). Re-record with the command above.
 """
 
 
