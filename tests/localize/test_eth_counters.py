@@ -49,6 +49,14 @@ def test_crc_errors_on_a_leaf_port_name_its_cable(plan: Plan) -> None:
     assert any(n.startswith("1 Ethernet port(s) dropped packets") for n in reading.notes)
 
 
+def test_a_port_the_earlier_sample_lacks_is_no_growth(plan: Plan) -> None:
+    before = parse_ip_link_stats(RECORDED, "comp-leaf001")
+    after = grown(before, "p6", rx_crc_errors=480, rx_errors=480)
+    reading = eth_counter_suspects(plan, [p for p in before if p.interface != "p6"], after, seconds=60)
+    assert reading.suspects == []
+    assert any(n.startswith("1 port(s) had no reading 60 s earlier") and "comp-leaf001 p6" in n for n in reading.notes)
+
+
 def test_a_few_errors_are_listed_not_named(plan: Plan) -> None:
     before = parse_ip_link_stats(RECORDED, "comp-leaf001")
     reading = eth_counter_suspects(plan, before, grown(before, "p2", rx_crc_errors=2))

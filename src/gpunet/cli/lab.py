@@ -101,7 +101,8 @@ def _print_state(state: LabState, as_json: bool) -> None:
         stdout.print(cell(f"note: {note}"))
 
 
-UNITS = {"addresses": "namespaces", "sshd": "servers and switches", "lldp": "ports", "bgp": "switches", "routes": "pings"}
+UNITS = {"addresses": "namespaces", "sshd": "servers and switches", "lldp": "ports", "bgp": "switches",
+         "routes": "pings"}
 
 
 def readiness_line(readiness: Readiness) -> str:

@@ -74,11 +74,17 @@ def counter_suspects(plan: Plan, before: Sequence[PortErrors] | None, after: Seq
 
 def eth_counter_suspects(plan: Plan, before: Sequence[EthPortErrors] | None, after: Sequence[EthPortErrors],
                          seconds: float | None = None) -> CounterReading:
-    """Ethernet switch ports (`ip -s -s -j link` from the switch, or snmp_exporter's IF-MIB)."""
+    """Ethernet switch ports (`ip -s -s -j link` from the switch, or snmp_exporter's IF-MIB). With
+    `before`, a port it lacks is left out and said: its totals since the counters were cleared are
+    no growth in the window (Prometheus had not scraped the switch yet, the switch did not answer)."""
     names = Names(plan)
     earlier = {(p.device, p.interface): p for p in before} if before is not None else None
     reading = CounterReading(notes=[] if before is not None else
                              ["one sample: counts are totals since the counters were last cleared, not rates"])
+    if earlier is not None:
+        unread = [f"{p.device} {p.interface}" for p in after if (p.device, p.interface) not in earlier]
+        after = [p for p in after if (p.device, p.interface) in earlier]
+        reading.notes += unread_note(unread, seconds)
     ports = []
     for port in after:
         old = earlier.get((port.device, port.interface)) if earlier is not None else None
@@ -94,6 +100,14 @@ def eth_counter_suspects(plan: Plan, before: Sequence[EthPortErrors] | None, aft
 def _cables(plan: Plan) -> dict[End, str]:
     """Every planned cable by either end."""
     return {End(p.device, p.port): cable_name(link) for link in plan.links for p in (link.a, link.b)}
+
+
+def unread_note(unread: Sequence[str], seconds: float | None) -> list[str]:
+    if not unread:
+        return []
+    ago = f"{seconds:g} s earlier" if seconds else "in the first sample"
+    return [f"{len(unread)} port(s) had no reading {ago}, left out (their counts are totals, not growth): "
+            f"{', '.join(unread[:3])}"]
 
 
 def _rank(plan: Plan, ports: list[tuple[End | None, dict[str, int], str]], damage_kinds: tuple[str, ...],

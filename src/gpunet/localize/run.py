@@ -88,6 +88,9 @@ def localize_prometheus(plan: Plan, url: str, window: float, now: float | None =
     if window:
         earlier, _ = parse_prometheus_vector(prometheus_query(url, at - window), at - window, label=label)
         before = map_series(plan, earlier).ports
+        if not before:  # every count would be a total since the agent started, none a growth
+            raise CannotJudge(f"no IF-MIB series of a planned switch {window:g} s ago: Prometheus had not scraped "
+                              "the switches yet or keeps no history that old; give a shorter --window (or 0)")
     reading = eth_counter_suspects(plan, before, after.ports, window or None)
     return LocalizeReport(suspects=tuple(reading.suspects), seconds=round(time.monotonic() - started, 2),
                           notes=(f"switch port counters from Prometheus at {url}", *covered, *stale, *reading.notes))
