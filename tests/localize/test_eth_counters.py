@@ -177,6 +177,31 @@ def test_a_port_named_only_by_its_alias_is_found(prometheus: str) -> None:
     assert code == 1 and json.loads(output)["suspects"][0]["cable"] == "comp-leaf001:6 comp-spine001:2", output
 
 
+def _alias_only(alias: str, errors: str = "700") -> str:
+    now = time.time()
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
+        {"metric": {"__name__": "ifInErrors", "instance": "comp-leaf001", "ifAlias": alias},
+         "value": [now - 5, errors]}]}})
+
+
+def test_an_alias_that_describes_the_far_end_names_the_port_it_is_cabled_to(prometheus: str) -> None:
+    """gpunet's rendered descriptions are the far end: "comp-spine001:2" is comp-leaf001's port 6,
+    not port 2 (the description's own last number)."""
+    Prometheus.answers = [(time.time() - 1, _alias_only("comp-spine001:2"))]
+    code, output = localize(prometheus, window="0")
+    assert code == 1 and json.loads(output)["suspects"][0]["cable"] == "comp-leaf001:6 comp-spine001:2", output
+
+
+@pytest.mark.parametrize("alias", ["uplink to spine 2", "gpu9:ens1", "comp-spine001:2 backup"])
+def test_an_alias_that_is_free_text_names_no_port(prometheus: str, alias: str) -> None:
+    """A description's trailing number is no port number: nothing is named from it, and it is said."""
+    Prometheus.answers = [(time.time() - 1, _alias_only(alias))]
+    code, output = localize(prometheus, window="0")
+    report = json.loads(output)
+    assert code == 0 and report["suspects"] == [], output
+    assert any("no planned cable" in n and repr(alias) in n for n in report["notes"]), report["notes"]
+
+
 def test_series_naming_no_planned_switch_cannot_be_judged_and_say_which_label_to_set(prometheus: str) -> None:
     now = time.time()
     Prometheus.answers = [(now - 1, leaf_answer("10.9.9.9:161", 5000, now - 5).replace("198.18.0.252", "10.9.9.8"))]

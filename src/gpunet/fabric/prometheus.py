@@ -22,21 +22,23 @@ IF_MIB = {"ifInErrors": "rx_errors", "ifInDiscards": "rx_dropped", "ifOutDiscard
 FUTURE_SLACK_S = 60.0  # an instant query's samples carry the query's time; a minute covers clock steps
 
 
-PORT_LABELS = ("ifName", "ifDescr", "ifAlias")  # snmp_exporter's if_mib lookups, most specific first
+PORT_LABELS = ("ifName", "ifDescr")  # snmp_exporter's if_mib lookups that name the port itself
+ALIAS_LABEL = "ifAlias"  # the port's description: often its far end ("gpu002:ens1"), a free text
 
 
 class IfMibPort(Frozen):
     """One switch port's IF-MIB counters as Prometheus labels them: what may name the switch (the
-    chosen label's value, then `instance` as scraped: a name, an address or address:port) and
-    what may name the port (ifName, ifDescr, ifAlias: those present)."""
+    chosen label's value, then `instance` as scraped: a name, an address or address:port), what
+    names the port (ifName, ifDescr: those present) and its description (ifAlias)."""
 
     switch_names: tuple[str, ...]
     port_names: tuple[str, ...]
     counters: dict[str, int]
+    alias: str = ""
 
     @property
     def shown(self) -> str:
-        return f"{self.switch_names[0]} {self.port_names[0]}"
+        return f"{self.switch_names[0]} {self.port_names[0] if self.port_names else self.alias}"
 
 
 class _Typed(BaseModel):
@@ -64,22 +66,23 @@ def parse_prometheus_vector(text: str, now: float, max_age_s: float = 300.0, lab
     by `label` where a series has it, else by `instance`; which planned switch that is, is the
     caller's to say (localize.snmp)."""
     answer = _answer(load_json(text, TOOL))
-    ports: dict[tuple[tuple[str, ...], tuple[str, ...]], dict[str, int]] = {}
+    ports: dict[tuple[tuple[str, ...], tuple[str, ...], str], dict[str, int]] = {}
     stale: list[str] = []
     for series in answer.data.result:
         stamp, count = _time(series.value[0]), _count(series.value[1])  # every sample is one, named or not
         name = IF_MIB.get(series.metric.get("__name__", ""))
         switch = tuple(dict.fromkeys(v for v in (series.metric.get(label), series.metric.get("instance")) if v))
         port = tuple(dict.fromkeys(v for v in (series.metric.get(k) for k in PORT_LABELS) if v))
-        if name is None or not switch or not port:
+        alias = series.metric.get(ALIAS_LABEL, "")
+        if name is None or not switch or not (port or alias):
             continue
         why = staleness(stamp, now, max_age_s)
         if why:
-            stale.append(f"{host_of(switch[0])} {port[0]} ({why})")
+            stale.append(f"{host_of(switch[0])} {port[0] if port else alias} ({why})")
             continue
-        ports.setdefault((switch, port), {})[name] = count
+        ports.setdefault((switch, port, alias), {})[name] = count
     notes = [f"{len(stale)} stale series left out, e.g. {stale[0]}"] if stale else []
-    return tuple(IfMibPort(switch_names=s, port_names=p, counters=c) for (s, p), c in ports.items()), notes
+    return tuple(IfMibPort(switch_names=s, port_names=p, alias=a, counters=c) for (s, p, a), c in ports.items()), notes
 
 
 def host_of(instance: str) -> str:

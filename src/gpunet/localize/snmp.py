@@ -5,12 +5,13 @@ verdict: a fabric nobody's counters were read from is not clean."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from gpunet.errors import CannotJudge
 from gpunet.fabric.counters import EthPortErrors
-from gpunet.fabric.observed import Names
+from gpunet.fabric.observed import End, Names
 from gpunet.fabric.prometheus import IfMibPort, host_of
 from gpunet.model.plan import Plan
 
@@ -48,12 +49,39 @@ def map_series(plan: Plan, series: Sequence[IfMibPort]) -> Mapped:
             mapped.strangers.append(port.shown)
             continue
         mapped.switches.add(switch)
-        local = next(((n, p) for n in port.port_names if (p := names.port(switch, [n])) is not None), None)
+        local = _local_port(names, switch, port)
         if local is not None:
             mapped.planned_ports.add((switch, local[1]))
-        mapped.ports.append(EthPortErrors(device=switch, interface=local[0] if local else port.port_names[0],
+        mapped.ports.append(EthPortErrors(device=switch, interface=local[0] if local else _unplanned(port),
                                           counters=port.counters))
     return mapped
+
+
+# An ifAlias read for its number only where it looks like an interface name (Ethernet6, etp6, Eth1/6):
+# in a description such as "uplink to spine 2" or "gpu002:ens1" the last number is not this port's.
+INTERFACE_NAME = re.compile(r"[A-Za-z][A-Za-z_-]*[0-9]+(?:/[0-9]+)*")
+
+
+def _unplanned(port: IfMibPort) -> str:
+    """How a port that names no planned port is shown: its ifName (or ifDescr), else its description
+    quoted, so that nothing later reads a number off a description."""
+    return port.port_names[0] if port.port_names else f"ifAlias {port.alias!r}"
+
+
+def _local_port(names: Names, switch: str, port: IfMibPort) -> tuple[str, str] | None:
+    """(interface as reported, planned port): by ifName or ifDescr; else by ifAlias, as the far
+    end it describes (gpunet's rendered descriptions: "gpu002:ens1") or an interface name."""
+    found = next(((n, p) for n in port.port_names if (p := names.port(switch, [n])) is not None), None)
+    alias = port.alias.strip()
+    if found is not None or not alias:
+        return found
+    device, _, far_port = alias.rpartition(":")
+    far = names.planned_far.get(End(names.device(device) or "", far_port)) if device else None
+    if far is not None and far.device == switch:
+        return f"{alias} port {far.port}", far.port  # the interface text ends in the port: read back the same
+    if INTERFACE_NAME.fullmatch(alias) and (number := names.port(switch, [alias])) is not None:
+        return alias, number
+    return None
 
 
 def cabled_switch_ports(plan: Plan) -> set[tuple[str, str]]:
