@@ -96,10 +96,11 @@ class Prometheus(BaseHTTPRequestHandler):
 @pytest.fixture
 def prometheus() -> Iterator[str]:
     server = HTTPServer(("127.0.0.1", 0), Prometheus)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
+    server.server_close()
 
 
 def localize(url: str, plan_file: Path = SMALL, window: str = "600") -> tuple[int, str]:

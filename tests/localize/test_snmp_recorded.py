@@ -83,11 +83,12 @@ class RecordedPrometheus(BaseHTTPRequestHandler):
 @pytest.fixture
 def prometheus() -> Iterator[str]:
     server = HTTPServer(("127.0.0.1", 0), RecordedPrometheus)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     RecordedPrometheus.asked = []
     yield f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
+    server.server_close()
     server.server_close()
 
 
