@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -76,7 +77,8 @@ def leftovers(lab_id: str) -> list[str]:
     prefix = f"gn{lab_id}-"
     found = [f"netns {n}" for n in _netns() if n.startswith(prefix)]
     links = subprocess.run(["ip", "-j", "link"], capture_output=True, text=True, check=True).stdout
-    found += [f"link {link['ifname']}" for link in json.loads(links) if link["ifname"] == f"gn{lab_id}h"]
+    host_side = re.compile(rf"gn{lab_id}(h|o[0-9]+)")  # its veth to the management plane, to the switches'
+    found += [f"link {link['ifname']}" for link in json.loads(links) if host_side.fullmatch(link["ifname"])]
     found += [f"/etc/netns/{p.name}" for p in Path("/etc/netns").glob(f"{prefix}*")]
     if read_state(lab_id) is not None:
         found.append("state file")

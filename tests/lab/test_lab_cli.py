@@ -35,6 +35,9 @@ def test_lab_commands_end_to_end() -> None:
         assert "no RDMA" in status.stdout and "gpu8" in status.stdout
         # the plan <-> lab address map: the plan's compute 198.18.16.0/24 re-homed, host index kept
         assert "gpu8/ens1" in status.stdout and "198.18.16.8/24" in status.stdout
+        # each switch's management address (its sshd), on small.yaml's management plane
+        assert state["switch_mgmt"] and all(f"{s} " in status.stdout and a in status.stdout
+                                            for s, a in state["switch_mgmt"].items())
         shown = gpunet("lab", "exec", "gpu4", "--lab", CLI_LAB, "--", "hostname")
         assert (shown.returncode, shown.stdout.strip()) == (0, "gpu4")
         failing = gpunet("lab", "exec", "gpu4", "--lab", CLI_LAB, "--", "false")

@@ -38,8 +38,8 @@ LAZY: dict[str, Lazy] = {
     "localize": Lazy("gpunet.cli.localize", "localize",
                      "Ranked suspect cables, each with its evidence, a confidence and the fix: probing every\n"
                      "equal-cost path of a lab's routed planes (--lab), InfiniBand port counters (--ibsim, or a saved\n"
-                     "--ibqueryerrors with --plan), switch port counters from Prometheus (--prometheus with --plan) or\n"
-                     "from the switches over SSH (--switches with --plan, or with --lab).\n"
+                     "--ibqueryerrors with --plan), switch port counters from Prometheus (--prometheus with "
+                     "--plan) or\nfrom the switches over SSH (--switches with --plan, or with --lab).\n"
                      "Exit 1 when one is named, 0 when the fabric looks clean, 2 on bad input, 3 when it cannot "
                      "judge."),
     "doctor": Lazy("gpunet.cli.doctor", "doctor",

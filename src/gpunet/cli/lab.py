@@ -93,12 +93,22 @@ def _print_state(state: LabState, as_json: bool) -> None:
     for node, ns in sorted(state.servers.items()):
         table.add_row(node, ns, state.mgmt_addresses.get(node, "-"))
     print_table(table)
+    _print_switches(state)
     if state.readiness is not None:
         stdout.print(cell(readiness_line(state.readiness)))
     for fault in state.faults:
         stdout.print(cell(f"fault: {fault.cable}: {fault.kind} {fault.value}"))
     for note in state.notes:
         stdout.print(cell(f"note: {note}"))
+
+
+def _print_switches(state: LabState) -> None:
+    """Each switch's management address: its sshd (its eth0), reached with the lab's key."""
+    if state.switch_mgmt:
+        switches = Table("switch", "management", box=box.SIMPLE_HEAD)
+        for switch, address in state.switch_mgmt.items():
+            switches.add_row(switch, address)
+        print_table(switches)
 
 
 UNITS = {"addresses": "namespaces", "sshd": "servers and switches", "lldp": "ports", "bgp": "switches",
