@@ -54,6 +54,7 @@ from gpunet.lab.state import (
     check_id,
     free_slot,
     lab_dir,
+    lab_lock,
     labs_lock,
     labs_root,
     read_state,
@@ -86,7 +87,7 @@ def lab_up(
     check_sizes(max_nodes, scale)
     check_deadline(ready_timeout_s)
     _require_root()
-    with labs_lock():
+    with lab_lock(lab_id):
         return _up(plan, lab_id, max_nodes=max_nodes, scale=scale, run=run, progress=progress,
                    deadline_s=ready_timeout_s, routing=routing)
 
@@ -131,14 +132,15 @@ def _up(
         return current
     if current is not None:
         _down(lab_id, run)  # a half-built lab from a crash: start clean
-    slot = free_slot(lab_id)
     chosen, routing_note = choose_routing(routing)
-    blueprint = build_blueprint(sliced, lab_id, slot, scale, chosen)
-    blueprint.notes.append(routing_note if blueprint.frr_confs or chosen == "static" else NO_BGP_NOTE)
-    _refuse_foreign(blueprint, run)
-    _forget_stale_names(lab_id)
-    state = _state(blueprint, slot, digest, scale, "building")
-    write_state(state)  # before anything exists, so `down` can always find what to remove
+    with labs_lock():  # a slot no other lab holds, taken by writing the state
+        slot = free_slot(lab_id)
+        blueprint = build_blueprint(sliced, lab_id, slot, scale, chosen)
+        blueprint.notes.append(routing_note if blueprint.frr_confs or chosen == "static" else NO_BGP_NOTE)
+        _refuse_foreign(blueprint, run)
+        _forget_stale_names(lab_id)
+        state = _state(blueprint, slot, digest, scale, "building")
+        write_state(state)  # before anything exists, so `down` can always find what to remove
     (lab_dir(lab_id) / LAB_PLAN).write_text(blueprint.lab_plan.model_dump_json(indent=1))
     readiness = _create(blueprint, run, progress, deadline_s)
     state = state.model_copy(update={"status": "up", "readiness": readiness})
@@ -215,7 +217,7 @@ def _create(bp: Blueprint, run: CommandRunner, progress: Progress, deadline_s: f
         ("FRR", frr.begin),
         ("proxy ARP", lambda: _proxy_arp_now(bp, run)),
         ("shaping", lambda: _shape(bp, run)),
-        ("host route", lambda: _host_side(bp, run)),
+        ("host route", lambda: _host_side(bp, run)),  # under labs_lock: what the labs share
         ("names", lambda: _names(bp, run)),
         ("sshd", lambda: _sshd(bp, run)),
         ("lldpd", lambda: _lldpd(bp)),
@@ -314,11 +316,12 @@ def _host_side(bp: Blueprint, run: CommandRunner) -> None:
     lines = [f"addr add {bp.host_address} dev {bp.host_if}", f"link set dev {bp.host_if} up"]
     for link, address in bp.host_link_addresses.items():  # its ports on the switches' management plane
         lines += [f"addr add {address} dev {link}", f"link set dev {link} up"]
-    if not run(["ip", "route", "show", "exact", str(LAB_RANGE)], check=False).stdout.strip():
-        lines.append(f"route add unreachable {LAB_RANGE}")
-    ip_batch(run, lines)
-    raise_limits(labs_root())
-    congestion.permit(labs_root(), {tcp_congestion(p).value for p in bp.lab_plan.planes})
+    with labs_lock():
+        if not run(["ip", "route", "show", "exact", str(LAB_RANGE)], check=False).stdout.strip():
+            lines.append(f"route add unreachable {LAB_RANGE}")
+        ip_batch(run, lines)
+        raise_limits(labs_root())
+        congestion.permit(labs_root(), {tcp_congestion(p).value for p in bp.lab_plan.planes})
     # Servers route out via the host's veth (their gateway): the host forwards none of it.
     for link in (bp.host_if, *bp.host_link_addresses):
         run(["sysctl", "-q", "-w", f"net.ipv4.conf.{link}.forwarding=0", f"net.ipv6.conf.{link}.disable_ipv6=1"],
@@ -402,7 +405,7 @@ def lab_down(lab_id: str, run: CommandRunner = run_local) -> list[str]:
     namespaces removed."""
     check_id(lab_id)
     _require_root()
-    with labs_lock():
+    with lab_lock(lab_id):
         return _down(lab_id, run)
 
 
@@ -417,16 +420,17 @@ def _down(lab_id: str, run: CommandRunner) -> list[str]:
     ip_batch(run, (f"netns del {n}" for n in present), force=True)
     ip_batch(run, [f"link del {link}" for link in (state.host_if, *state.host_links)], force=True)
     _remove_names(state, run)
-    if not slots_held(but=lab_id):  # the last lab down: what the labs share goes too
-        ip_batch(run, [f"route del unreachable {LAB_RANGE}"], force=True)
-        restore_limits(labs_root())
-        congestion.restore(labs_root())
     left = sorted(names & existing_namespaces())
     left += [f"link {link}" for link in (state.host_if, *state.host_links)
              if run(["ip", "link", "show", link], check=False).returncode == 0]
     if left:  # keep the state file: a later `down` must still know what to remove
         raise LabError(f"lab {lab_id}: could not remove {', '.join(left[:5])}; the state is kept, retry `lab down`")
-    shutil.rmtree(lab_dir(lab_id), ignore_errors=True)
+    with labs_lock():  # its slot freed and, if it was the last lab, what the labs share removed, at once
+        if not slots_held(but=lab_id):
+            ip_batch(run, [f"route del unreachable {LAB_RANGE}"], force=True)
+            restore_limits(labs_root())
+            congestion.restore(labs_root())
+        shutil.rmtree(lab_dir(lab_id), ignore_errors=True)
     return present
 
 

@@ -11,7 +11,7 @@ from gpunet.lab.frr import frr_switches, restart_frr, wait_converged
 from gpunet.lab.lldpd import wait_until_heard
 from gpunet.lab.miswire import expected_neighbours, miswire_fault, swap_far_ends
 from gpunet.lab.netns import ip_batch, tbf_line
-from gpunet.lab.state import LAB_PLAN, Fault, LabState, VethState, lab_dir, labs_lock, read_state, write_state
+from gpunet.lab.state import LAB_PLAN, Fault, LabState, VethState, lab_dir, lab_lock, read_state, write_state
 from gpunet.model.io import read_plan
 from gpunet.render.switch.common import SWITCH_MTU
 from gpunet.runner import CommandRunner, run_local
@@ -46,13 +46,13 @@ def loss_script(dev: str, percent: float) -> str:
 
 
 def apply_fault(lab_id: str, target: str, kind: str, value: str = "", run: CommandRunner = run_local) -> Fault:
-    with labs_lock():
+    with lab_lock(lab_id):
         return _apply(lab_id, target, kind, value, run)
 
 
 def apply_miswire(lab_id: str, first: str, second: str, run: CommandRunner = run_local) -> Fault:
     """The far ends of the cables at `first` and `second` change places (see lab/miswire.py)."""
-    with labs_lock():
+    with lab_lock(lab_id):
         state = _state(lab_id)
         fault = miswire_fault(state, find_cable(state, first), find_cable(state, second), (first, second))
         write_state(state.model_copy(update={"faults": (*state.faults, fault)}))
@@ -174,7 +174,7 @@ def parse_rate(text: str) -> float:
 
 def heal(lab_id: str, target: str | None = None, run: CommandRunner = run_local) -> list[Fault]:
     """Undo every fault, or those on one cable; returns what was healed."""
-    with labs_lock():
+    with lab_lock(lab_id):
         return _heal(lab_id, target, run)
 
 

@@ -216,10 +216,34 @@ def free_slot(lab_id: str) -> int:
 
 @contextmanager
 def labs_lock() -> Iterator[None]:
-    """One lab changes at a time on a machine: slots, the shared host route and state files."""
+    """What the labs of a machine share changes one at a time: the slots (a lab's state written
+    before anything of it exists), the host's route for the lab range, its neighbour-table limits and
+    congestion-control list. Held for those steps only, so labs build side by side."""
     root = labs_root()
     root.mkdir(parents=True, exist_ok=True, mode=0o711)  # passable, not listable: each lab's directory is 0700
-    with (root / ".lock").open("w") as handle:
+    with _flocked(root / ".lock"):
+        yield
+
+
+LOCKS = ".locks"  # one lock file per lab id, kept: a lab's own directory goes with `down`
+
+
+@contextmanager
+def lab_lock(lab_id: str) -> Iterator[None]:
+    """One change at a time to one lab (its state, namespaces, faults): up, down, fault, heal.
+    Taken before labs_lock where both are held, never after it."""
+    check_id(lab_id)
+    root = labs_root()
+    root.mkdir(parents=True, exist_ok=True, mode=0o711)
+    folder = root / LOCKS
+    folder.mkdir(exist_ok=True, mode=0o700)
+    with _flocked(folder / lab_id):
+        yield
+
+
+@contextmanager
+def _flocked(path: Path) -> Iterator[None]:
+    with path.open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
