@@ -47,7 +47,9 @@ def lab_id(hint: str) -> str:
         return f"{hint}00"
     for a, b in itertools.product(ALPHABET, repeat=2):
         candidate = f"{hint}{a}{b}"
-        if _reserve(folder / candidate) and not (labs_root() / candidate).exists():
+        if not _reserve(folder / candidate):
+            continue  # another process's, or one this process already handed out: never released here
+        if not (labs_root() / candidate).exists():
             return candidate
         _release(folder / candidate)
     raise RuntimeError(f"no free lab id with hint {hint!r} under {folder}")

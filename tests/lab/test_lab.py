@@ -189,6 +189,26 @@ def test_labs_side_by_side_keep_their_own_blocks(lab: LabState) -> None:
     assert "unreachable 198.18.0.0/15" in lab_range_route()  # lab zt is still up
 
 
+def test_three_labs_built_at_once_each_get_their_own_block_and_go_at_once() -> None:
+    """Each lab has its own lock; only the slot, the host route and the host's limits are taken one
+    lab at a time: three `lab up` at once end with three labs, each reachable, and three `lab down`
+    at once leave nothing of any."""
+    ids = [lab_id("zp") for _ in range(3)]
+    plan = small_plan()
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            states = list(pool.map(lambda i: lab_up(plan, i, max_nodes=4, routing="static"), ids))
+        assert len({s.slot for s in states}) == 3 and len({s.block for s in states}) == 3
+        for state in states:
+            alive = subprocess.run(["ping", "-c", "1", "-W", "2", state.mgmt_addresses["gpu1"]],
+                                   capture_output=True, check=False)
+            assert alive.returncode == 0, state.lab_id
+    finally:
+        with ThreadPoolExecutor(3) as pool:
+            list(pool.map(lab_down, ids))
+    assert all(leftovers(i) == [] for i in ids)
+
+
 def test_teardown_after_a_failure_midway_leaves_nothing() -> None:
     with pytest.raises(RuntimeError), built_lab(FAILING_LAB):
         assert leftovers(FAILING_LAB)  # the lab exists here
