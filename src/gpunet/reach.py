@@ -65,6 +65,7 @@ class Reach:
     fanout: int = 64
     connect_timeout: float = 10
     timeout: float = 600
+    ssh_options: tuple[str, ...] = ()  # kind "ssh": more `ssh -o` words (tests: a lab's host keys)
 
     def __post_init__(self) -> None:
         if self.fanout < 1:
@@ -173,8 +174,16 @@ class Reach:
             return node_argv(self.lab or "", node, command)
         plan = self.plan()
         found = plan.node(node) if plan else None
-        address = found.management_ip if found and found.management_ip else node
-        return ["ssh", "-o", "BatchMode=yes", "--", address, shlex.join(command)]
+        return self.ssh_argv(found.management_ip if found and found.management_ip else node, command)
+
+    def ssh_argv(self, address: str, command: Sequence[str]) -> list[str]:
+        """ssh to a real node or switch at `address` with this reach's user and key, never asking."""
+        return ["ssh", *self._ssh_words(), "--", address, shlex.join(command)]
+
+    def _ssh_words(self) -> list[str]:
+        words = ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout:g}", *self.ssh_options]
+        words += ["-l", self.user] if self.user else []
+        return words + (["-i", str(self.key)] if self.key else [])
 
     def lab_scale(self) -> float | None:
         """A lab's Mbit/s per plan Gbit/s on its shaped links; None on real hardware."""
@@ -243,12 +252,8 @@ class Reach:
         return {s.name: self._ssh_device(s.management.split("/")[0]) for s in plan.switches if s.management}
 
     def _ssh_device(self, address: str) -> DeviceRun:
-        options = ["-o", "BatchMode=yes", "-o", f"ConnectTimeout={self.connect_timeout:g}"]
-        options += ["-l", self.user] if self.user else []
-        options += ["-i", str(self.key)] if self.key else []
-
         def run(argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
-            return run_local(["ssh", *options, "--", address, shlex.join(argv)], check=False, timeout=timeout)
+            return run_local(self.ssh_argv(address, argv), check=False, timeout=timeout)
 
         return run
 

@@ -3,14 +3,28 @@ and a traced path becomes the Plan's cables only when it follows them."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections import Counter
+from collections.abc import Sequence
+from ipaddress import IPv4Network
 
 import pytest
 
 from gpunet.fabric.cabling import cable_name
 from gpunet.fabric.observed import End
-from gpunet.localize.probing import Endpoint, HopMap, ProbeFlow, endpoints, flows_per_pair, make_flows, pairs
+from gpunet.localize.probing import (
+    AGENT,
+    Endpoint,
+    HopMap,
+    ProbeFlow,
+    endpoints,
+    flows_per_pair,
+    make_flows,
+    pairs,
+    shipped_agent,
+)
+from gpunet.model.hops import switch_hop_addresses
 from gpunet.model.plan import Link, Plan, Port
 from tests.render.rendered import example_plan
 
@@ -99,3 +113,34 @@ def test_a_plane_with_few_endpoints_gets_more_source_ports_per_pair(plan: Plan) 
     uplinks = sum(1 for link in plan.links if link.plane == "compute" and link.tier != "node_leaf")
     assert flows_per_pair(plan, "compute", 8, 12) == min(64, -(-8 * uplinks // 16))
     assert flows_per_pair(plan, "compute", 0, 12) == 12
+
+
+def test_the_plans_switch_addresses_name_each_cable_end_and_each_switch(plan: Plan) -> None:
+    """How `localize --probe` names a real fabric's hops: from the Plan alone."""
+    ports, devices = switch_hop_addresses(plan)
+    numbered = [c for c in plan.links if c.p2p]
+    assert numbered and len(ports) == 2 * len(numbered)
+    for cable in numbered:
+        low = IPv4Network(cable.p2p or "").network_address
+        assert ports[str(low)] == (cable.a.device, cable.a.port)
+        assert ports[str(low + 1)] == (cable.b.device, cable.b.port)
+    for switch in plan.switches:
+        for address in (switch.loopback, switch.management):
+            if address:
+                assert devices[address.split("/")[0]] == switch.name
+
+
+def test_the_agent_goes_to_the_node_as_its_own_file_and_runs_under_a_plain_python3() -> None:
+    sent: list[tuple[str, list[str]]] = []
+
+    def ssh(node: str, argv: Sequence[str]) -> list[str]:
+        sent.append((node, list(argv)))
+        return list(argv)
+
+    on_node = shipped_agent(ssh)
+    assert on_node("gpu1", ["hostname"]) == ["hostname"]  # anything else goes as it is
+    argv = on_node("gpu1", [*AGENT, "trace"])
+    assert argv[:3] == ["python3", "-I", "-c"] and argv[4:] == ["trace"]
+    done = subprocess.run(argv, input='{"flows": [], "max_hops": 2}', capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert (done.returncode, done.stdout) == (0, "{}"), done.stderr  # no gpunet needed: -I, the file alone

@@ -112,3 +112,17 @@ def test_a_lab_with_switches_is_its_switches_over_ssh_and_nothing_else_combines(
             LocalizeSource(lab="ab", switches=True, **other).chosen()  # type: ignore[arg-type]
     missing = runner.invoke(app, ["localize", "--lab", "nol", "--switches"])
     assert missing.exit_code == 2 and "no lab 'nol'" in missing.output
+
+
+def test_probing_a_real_fabric_needs_a_plan_and_an_ip_plane() -> None:
+    assert runner.invoke(app, ["localize", "--probe"]).exit_code == 2
+    result = runner.invoke(app, ["localize", "--probe", "--plan", str(SMALL), "--plane", "nosuch"])
+    assert result.exit_code == 2 and "no plane nosuch" in result.output
+    both = runner.invoke(app, ["localize", "--probe", "--switches", "--plan", str(SMALL)])
+    assert both.exit_code == 2 and "exactly one of" in both.output
+
+
+def test_an_infiniband_plane_is_not_probed() -> None:
+    spec = Path(__file__).parent.parent.parent / "src/gpunet/spec/examples/scalable-unit.yaml"
+    result = runner.invoke(app, ["localize", "--probe", "--plan", str(spec), "--plane", "compute"])
+    assert result.exit_code == 2 and "InfiniBand switches answer no IP probe" in result.output

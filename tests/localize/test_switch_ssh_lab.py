@@ -1,7 +1,8 @@
-"""Switch counters over SSH from the lab's own switches, as from a real fabric's: every switch of
-the default example's lab has an eth0 on the out-of-band plane at its planned management address (in
-lab numbering) and an sshd there; `localize --lab ID --switches` reads `ip -s -s -j link` from each
-over SSH, twice around a window (root; `lab` marker)."""
+"""The lab reached as a real fabric is: switch counters over SSH from the lab's own switches (every
+switch of the default example's lab has an eth0 on the out-of-band plane at its planned management
+address, in lab numbering, and an sshd there; `localize --lab ID --switches` reads `ip -s -s -j link`
+from each, twice around a window), and probing from the plan's nodes over SSH with hops named only
+through the plan's switch addresses (`localize --probe --plan`), (root; `lab` marker)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from typer.testing import CliRunner
 
+from gpunet.api.fabric import localize_nodes
 from gpunet.cli.main import app
 from gpunet.fabric.cabling import cable_name
+from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.sshd import ssh_argv
-from gpunet.lab.state import LabState, lab_dir
+from gpunet.lab.state import LAB_PLAN, LabState, lab_dir
 from gpunet.model.plan import Plan
+from gpunet.reach import LAB_SSH_OPTIONS, Reach
 from gpunet.render.switch.common import SWITCH_MTU
 from tests.labs import shared_lab, shared_lab_plan
 
@@ -85,3 +89,22 @@ def test_frames_over_a_switch_ports_mtu_show_between_the_two_samples_on_that_por
     note = next(n for n in report["notes"] if "dropped packets" in n)
     assert f"most at comp-leaf001 swp1 (cable {cable_name(cable)}): " in note, note
     assert int(note.rsplit(": ", 1)[1]) >= 50, note  # 100 frames a second over the 3 s window
+
+
+def test_probing_from_the_plans_nodes_over_ssh_names_a_lossy_uplink_first(lab: LabState, plan: Plan) -> None:
+    """`localize --probe --plan`, as on a real cluster: the plan's nodes over SSH at their management
+    addresses (the lab's key; its host keys are new, so not checked), gpunet's agent sent along and
+    run by the nodes' own python3, every hop named from the plan's /31s and loopbacks alone."""
+    uplink = next(c for c in plan.links if c.plane == "compute" and c.tier == "leaf_spine")
+    apply_fault(lab.lab_id, f"{uplink.a.device}:{uplink.a.port}", "loss", "3")
+    try:
+        reached = Reach(kind="ssh", plan_path=lab_dir(lab.lab_id) / LAB_PLAN, user="root",
+                        key=lab_dir(lab.lab_id) / "id_ed25519", ssh_options=LAB_SSH_OPTIONS)
+        report = localize_nodes(reached, ["compute"], None)
+    finally:
+        heal(lab.lab_id)
+    assert report.suspects and report.suspects[0].cable == cable_name(uplink), report.suspects[:2]
+    assert report.suspects[0].named
+    assert any(n.startswith("probed over SSH from the plan's nodes") for n in report.notes)
+    [probed] = report.planes
+    assert probed.plane == "compute" and probed.learned > 0 and probed.covered > 0

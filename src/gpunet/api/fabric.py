@@ -15,7 +15,7 @@ from gpunet.fabric.counters import parse_ibqueryerrors
 from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
 from gpunet.fabric.observed import Observation, from_ibnetdiscover, from_lldp
 from gpunet.files.inputs import read_text
-from gpunet.localize.probing import ProbeSettings
+from gpunet.localize.probing import ProbeSettings, shipped_agent
 from gpunet.localize.report import LocalizeReport
 from gpunet.localize.run import (
     SWITCH_COUNTERS,
@@ -26,7 +26,9 @@ from gpunet.localize.run import (
     localize_probing,
     localize_prometheus,
     localize_switches,
+    routed_planes,
 )
+from gpunet.model.hops import switch_hop_addresses
 from gpunet.model.plan import Plan
 from gpunet.model.spec import EDGE_PLANES
 from gpunet.reach import Reach
@@ -136,20 +138,21 @@ class LocalizeSource:
     ibqueryerrors: Path | None = None
     prometheus: str | None = None
     switches: bool = False
+    probe: bool = False  # a real fabric probed from the Plan's nodes over SSH
     switch_label: str = "instance"  # the Prometheus label that names a switch (--switch-label)
-    user: str | None = None  # --switches: the SSH user and key
+    user: str | None = None  # --switches, --probe: the SSH user and key
     key: Path | None = None
 
     def chosen(self) -> str:
         """The source named; `--lab ID --switches` is the lab's switches over SSH (at their lab
         management addresses, with the lab's key), as --switches reaches a real fabric's."""
-        sources = ("lab", "ibsim", "ibqueryerrors", "prometheus", "switches")
+        sources = ("lab", "ibsim", "ibqueryerrors", "prometheus", "switches", "probe")
         given = [f"--{name}" for name in sources if getattr(self, name) not in (None, False)]
         if given == ["--lab", "--switches"]:
             return "--lab --switches"
         if len(given) != 1:
-            raise UsageError("give exactly one of --lab, --ibsim, --ibqueryerrors, --prometheus, --switches (or "
-                             f"--lab with --switches; got {', '.join(given) or 'none'})")
+            raise UsageError("give exactly one of --lab, --ibsim, --ibqueryerrors, --prometheus, --switches, --probe "
+                             f"(or --lab with --switches; got {', '.join(given) or 'none'})")
         return given[0]
 
 
@@ -158,7 +161,7 @@ def localize(source: LocalizeSource, *, plan: Path | None = None, planes: list[s
              settings: ProbeSettings | None = None) -> LocalizeReport:
     """Ranked suspect cables, each with its evidence, a confidence and the fix."""
     kind = source.chosen()
-    if kind in ("--ibqueryerrors", "--prometheus", "--switches") and plan is None:
+    if kind in ("--ibqueryerrors", "--prometheus", "--switches", "--probe") and plan is None:
         raise UsageError(f"{kind} needs --plan: the plan.json (or spec) the ports are named from")
     if not PROMETHEUS_LABEL.fullmatch(source.switch_label):
         raise UsageError(f"--switch-label {source.switch_label[:40]!r}: a Prometheus label name "
@@ -171,8 +174,18 @@ def localize(source: LocalizeSource, *, plan: Path | None = None, planes: list[s
         return localize_infiniband(reached.require_plan(), lambda: _ibqueryerrors(reached), earlier, window,
                                    source=reached.describe())
     assert plan is not None
+    return _localize_planned(source, plan, planes or [], (window, earlier), settings)
+
+
+def _localize_planned(source: LocalizeSource, plan: Path, planes: list[str], window_earlier: tuple[float, str | None],
+                      settings: ProbeSettings | None) -> LocalizeReport:
+    """The sources read against a plan: a real fabric probed, its switches or Prometheus, or saved
+    ibqueryerrors."""
+    window, earlier = window_earlier
+    if source.probe:
+        return localize_nodes(Reach.of_nodes(plan, source.user, source.key), planes, settings)
     if source.switches:
-        return _localize_switches(Reach.of_nodes(plan, source.user, source.key), planes or [], window)
+        return _localize_switches(Reach.of_nodes(plan, source.user, source.key), planes, window)
     if source.prometheus is not None:
         try:
             return localize_prometheus(plan_of(plan), source.prometheus, window, label=source.switch_label)
@@ -180,6 +193,31 @@ def localize(source: LocalizeSource, *, plan: Path | None = None, planes: list[s
             raise UsageError(f"--prometheus {source.prometheus}: {exc}") from None
     assert source.ibqueryerrors is not None
     return localize_counters(plan_of(plan), _read_ibqueryerrors(source.ibqueryerrors), earlier)
+
+
+PROBED_NOTE = ("probed over SSH from the plan's nodes at their management addresses (gpunet's probe agent goes "
+               "with each command: python3 on the nodes is enough); switch port counters are not read while "
+               "probing: `localize --switches` reads them")
+
+
+def localize_nodes(reached: Reach, planes: list[str], settings: ProbeSettings | None) -> LocalizeReport:
+    """A real fabric probed as the lab is: every equal-cost path of its routed Ethernet and RoCE
+    planes, from the Plan's nodes over SSH, each hop named through the Plan's switch addresses (a
+    /31 names the cable, a loopback the switch). InfiniBand hops answer no IP probe: its counters
+    tell (--ibqueryerrors)."""
+    plan = reached.require_plan()
+    infiniband = {p.name for p in plan.planes if p.technology == "infiniband"}
+    if set(planes) & infiniband:
+        raise UsageError(f"--plane {', '.join(sorted(set(planes) & infiniband))}: InfiniBand switches answer no IP "
+                         "probe; read its port counters (--ibqueryerrors with --plan)")
+    judged = [p for p in routed_planes(plan, planes) if p not in infiniband]
+    if not judged:
+        raise UsageError("no routed Ethernet or RoCE plane with more than one tier of switches to probe in the plan")
+    addresses = {n.name: n.management_ip or n.name for n in plan.nodes}
+    hop_ports, hop_devices = switch_hop_addresses(plan)
+    site = ProbeSite(plan=plan, on_node=shipped_agent(lambda node, argv: reached.ssh_argv(addresses[node], argv)),
+                     hop_ports=hop_ports, hop_devices=hop_devices, switch_counters=list, notes=(PROBED_NOTE,))
+    return localize_probing(site, judged, settings)
 
 
 def _localize_lab(lab: str, kind: str, planes: list[str], window: float,

@@ -37,9 +37,11 @@ LAZY: dict[str, Lazy] = {
                   "and break it on purpose."),
     "localize": Lazy("gpunet.cli.localize", "localize",
                      "Ranked suspect cables, each with its evidence, a confidence and the fix: probing every\n"
-                     "equal-cost path of a lab's routed planes (--lab), InfiniBand port counters (--ibsim, or a saved\n"
-                     "--ibqueryerrors with --plan), switch port counters from Prometheus (--prometheus with "
-                     "--plan) or\nfrom the switches over SSH (--switches with --plan, or with --lab).\n"
+                     "equal-cost path of a lab's routed planes (--lab) or a real fabric's (--probe with --plan),\n"
+                     "InfiniBand port counters (--ibsim, or a saved --ibqueryerrors with --plan), switch port "
+                     "counters\nfrom Prometheus (--prometheus with --plan) or from the switches over SSH (--switches "
+                     "with --plan,\n"
+                     "or with --lab).\n"
                      "Exit 1 when one is named, 0 when the fabric looks clean, 2 on bad input, 3 when it cannot "
                      "judge."),
     "doctor": Lazy("gpunet.cli.doctor", "doctor",

@@ -31,6 +31,10 @@ def localize(
                                                                "addresses (SONiC's portstat -j, else ip -s -s "
                                                                "-j link); needs --plan, or --lab for a lab's "
                                                                "switches (their sshd, the lab's key).")] = False,
+    probe: Annotated[bool, typer.Option("--probe", help="Probe a real fabric: every equal-cost path of its routed "
+                                                         "Ethernet/RoCE planes from the plan's nodes over SSH "
+                                                         "(--user, --key; python3 on the nodes is enough); needs "
+                                                         "--plan.")] = False,
     user: UserOpt = None,
     key: KeyOpt = None,
     switch_label: Annotated[str, typer.Option("--switch-label", help="With --prometheus: the label that names a "
@@ -53,12 +57,13 @@ def localize(
     as_json: JsonOpt = False,
 ) -> None:
     """Ranked suspect cables, each with its evidence, a confidence and the fix: probing every
-    equal-cost path of a lab's routed planes (--lab), InfiniBand port counters (--ibsim, or a saved
-    --ibqueryerrors with --plan), switch port counters from Prometheus (--prometheus with --plan) or
-    from the switches over SSH (--switches with --plan, or with --lab).
+    equal-cost path of a lab's routed planes (--lab) or a real fabric's (--probe with --plan),
+    InfiniBand port counters (--ibsim, or a saved --ibqueryerrors with --plan), switch port counters
+    from Prometheus (--prometheus with --plan) or from the switches over SSH (--switches with --plan,
+    or with --lab).
     Exit 1 when one is named, 0 when the fabric looks clean, 2 on bad input, 3 when it cannot judge."""
     source = LocalizeSource(lab=lab, ibsim=ibsim, ibqueryerrors=ibqueryerrors, prometheus=prometheus,
-                            switches=switches, switch_label=switch_label, user=user, key=key)
+                            switches=switches, probe=probe, switch_label=switch_label, user=user, key=key)
     with stderr.status("localizing…", spinner="dots"):
         report = locate(source, plan=plan, planes=planes, before=before, window=window,
                         settings=ProbeSettings(flows_per_pair=flows_per_pair, packets=packets))

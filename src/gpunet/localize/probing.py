@@ -16,6 +16,7 @@ import sys
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gpunet.errors import LabError
@@ -28,6 +29,7 @@ from gpunet.model.plan import Link, Plan
 NodeCommand = Callable[[str, Sequence[str]], list[str]]  # (node, argv) -> the argv that runs it there
 FIRST_SOURCE_PORT = 40000
 AGENT = (sys.executable, "-m", "gpunet.node.paths")
+AGENT_FILE = Path(__file__).resolve().parents[1] / "node" / "paths.py"  # standard library only (a test says so)
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,19 @@ def make_flows(chosen: Sequence[tuple[Endpoint, Endpoint]], per_pair: int, first
         for k in range(per_pair):
             flows.append(ProbeFlow(first_id + len(flows), src, dst, first_port + number * per_pair + k))
     return flows
+
+
+def shipped_agent(command: NodeCommand, python: str = "python3") -> NodeCommand:
+    """Probing nodes that need not have gpunet: the agent's one file is sent as `python3 -c`, so
+    the agent that probes is this gpunet's, whatever the node has installed."""
+    source = AGENT_FILE.read_text(encoding="utf-8")
+
+    def on_node(node: str, argv: Sequence[str]) -> list[str]:
+        if tuple(argv[:len(AGENT)]) == AGENT:
+            return command(node, [python, "-I", "-c", source, *argv[len(AGENT):]])  # -I: the node's env aside
+        return command(node, argv)
+
+    return on_node
 
 
 def run_agents(command: NodeCommand, mode: str, work: Mapping[str, dict[str, Any]], timeout: float

@@ -63,3 +63,18 @@ class PlanAddresses:
         if following == target and len(between) == 1:
             return between, True
         return between, False
+
+
+def switch_hop_addresses(plan: Plan) -> tuple[dict[str, tuple[str, str]], dict[str, str]]:
+    """Where the Plan puts its switches' addresses, as probing wants them: each cable's /31 end ->
+    (switch, port) (the port it answers from), and every switch address (those, loopbacks,
+    management) -> the switch. How a real fabric's hops are named; a lab reads its own namespaces."""
+    switches = {s.name for s in plan.switches}
+    ports: dict[str, tuple[str, str]] = {}
+    for address, (device, link) in PlanAddresses(plan).ends.items():
+        if device in switches:
+            ports[address] = (device, link.a.port if device == link.a.device else link.b.port)
+    devices = {address: device for address, (device, _) in ports.items()}
+    devices |= {s.loopback.split("/")[0]: s.name for s in plan.switches if s.loopback}
+    devices |= {s.management.split("/")[0]: s.name for s in plan.switches if s.management}
+    return ports, devices
