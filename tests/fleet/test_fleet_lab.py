@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -226,15 +227,22 @@ def _as_vscode(config: Path, host: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_nothing_of_the_runs_is_left_on_the_admin_side(lab: LabState) -> None:
-    """No SSH master left. A master answers `ssh -O exit` before it has exited: on a loaded host that
-    moment can be long, so it is waited for (up to 10 s), not assumed to be under 0.2 s."""
-    del lab
+    """No SSH master of this lab's left. A master answers `ssh -O exit` before it has exited: on a
+    loaded host that moment can be long, so it is waited for (up to 10 s), not assumed to be under
+    0.2 s. Another test process's runs to its own lab (a parallel worker) are not this one's."""
     deadline = time.monotonic() + 10
-    while (left := _masters()) and time.monotonic() < deadline:
+    while (left := _masters(lab)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not left, left
 
 
-def _masters() -> list[str]:
-    shown = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
-    return [line for line in shown.splitlines() if f"labs/{LAB}/cm-" in line or "gpunet-cm-" in line]
+def _masters(lab: LabState) -> list[str]:
+    """SSH masters (and their clients) of this lab: named under its directory, or connected to one
+    of its servers (a master under /tmp/gpunet-cm-* names only a hash of where it goes)."""
+    ours = set(lab.mgmt_addresses.values())
+    sockets = subprocess.run(["ss", "-tnpH"], capture_output=True, text=True, check=True).stdout
+    pids = {pid for line in sockets.splitlines() if len(fields := line.split()) > 4
+            and fields[4].rsplit(":", 1)[0] in ours for pid in re.findall(r"pid=(\d+)", line)}
+    shown = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
+    return [line.strip() for line in shown.splitlines()
+            if f"labs/{LAB}/cm-" in line or ("gpunet-cm-" in line and line.split(None, 1)[0] in pids)]
