@@ -4,11 +4,9 @@ series from a Prometheus server's HTTP API (a local stand-in serving answers in 
 from __future__ import annotations
 
 import json
-import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import ClassVar
 
@@ -22,6 +20,7 @@ from gpunet.fabric.counters import EthPortErrors, parse_ip_link_stats
 from gpunet.fabric.prometheus import parse_prometheus_vector
 from gpunet.localize.counters import eth_counter_suspects
 from gpunet.model.plan import Plan
+from tests.localize.stand_in import Answering, serving
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 SMALL = FIXTURES / "lab" / "small.yaml"
@@ -76,7 +75,7 @@ def answer(series: list[tuple[str, str, str, float, str]]) -> str:
         for m, i, n, t, v in series]}})
 
 
-class Prometheus(BaseHTTPRequestHandler):
+class Prometheus(Answering):
     """Serves /api/v1/query: the answer for the asked time from `answers` (earliest first)."""
 
     answers: ClassVar[list[tuple[float, str]]] = []
@@ -84,23 +83,13 @@ class Prometheus(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         asked = float(urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)["time"][0])
         body = next((text for at, text in reversed(self.answers) if at <= asked + 1), self.answers[0][1])
-        self.send_response(400 if '"error"' in body else 200)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(body.encode())
-
-    def log_message(self, *args: object) -> None:
-        del args
+        self.answer(400 if '"error"' in body else 200, body)
 
 
 @pytest.fixture
 def prometheus() -> Iterator[str]:
-    server = HTTPServer(("127.0.0.1", 0), Prometheus)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    with serving(Prometheus) as url:
+        yield url
 
 
 def localize(url: str, plan_file: Path = SMALL, window: str = "600") -> tuple[int, str]:

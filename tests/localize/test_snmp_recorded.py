@@ -12,12 +12,10 @@ to one port's ifInErrors in the later answer (as test_eth_counters.py's `grown()
 from __future__ import annotations
 
 import json
-import threading
 import time
 import types
 import urllib.parse
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import ClassVar
 
@@ -28,6 +26,7 @@ import gpunet.localize.run
 from gpunet.api import plan_spec
 from gpunet.cli.main import app
 from gpunet.model.plan import Plan
+from tests.localize.stand_in import Answering, serving
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 SMALL = FIXTURES / "lab" / "small.yaml"
@@ -57,7 +56,7 @@ def grown(answer: str, if_name: str, errors: int) -> str:
     return json.dumps(document)
 
 
-class RecordedPrometheus(BaseHTTPRequestHandler):
+class RecordedPrometheus(Answering):
     """/api/v1/query answered with the answer recorded for the time asked; any other time is
     answered as Prometheus answers a query it cannot serve (status error, HTTP 400)."""
 
@@ -71,25 +70,14 @@ class RecordedPrometheus(BaseHTTPRequestHandler):
         body = next((text for when, text in self.answers.items() if abs(when - at) < 0.001), None)
         if body is None:
             body = json.dumps({"status": "error", "errorType": "bad_data", "error": f"no answer recorded at {at}"})
-        self.send_response(200 if '"success"' in body else 400)
-        self.send_header("Content-Type", "application/json")
-        self.end_headers()
-        self.wfile.write(body.encode())
-
-    def log_message(self, *args: object) -> None:
-        del args
+        self.answer(200 if '"success"' in body else 400, body)
 
 
 @pytest.fixture
 def prometheus() -> Iterator[str]:
-    server = HTTPServer(("127.0.0.1", 0), RecordedPrometheus)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
     RecordedPrometheus.asked = []
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
-    server.server_close()
-    server.server_close()
+    with serving(RecordedPrometheus) as url:
+        yield url
 
 
 def serve(monkeypatch: pytest.MonkeyPatch, earlier: str, later: str, earlier_at: float | None = None) -> None:
