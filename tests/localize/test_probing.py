@@ -3,6 +3,7 @@ and a traced path becomes the Plan's cables only when it follows them."""
 
 from __future__ import annotations
 
+import io
 import subprocess
 import time
 from collections import Counter
@@ -23,6 +24,7 @@ from gpunet.localize.probing import (
     make_flows,
     pairs,
     shipped_agent,
+    until_ready,
 )
 from gpunet.model.hops import switch_hop_addresses
 from gpunet.model.plan import Link, Plan, Port
@@ -144,3 +146,10 @@ def test_the_agent_goes_to_the_node_as_its_own_file_and_runs_under_a_plain_pytho
     done = subprocess.run(argv, input='{"flows": [], "max_hops": 2}', capture_output=True, text=True, timeout=60,
                           check=False)
     assert (done.returncode, done.stdout) == (0, "{}"), done.stderr  # no gpunet needed: -I, the file alone
+
+
+def test_a_receiver_is_ready_after_a_nodes_own_noise_and_not_without_its_word() -> None:
+    assert until_ready(io.StringIO("pyenv: cannot rehash: /root/.pyenv/shims isn't writable\nready\n")) is None
+    assert until_ready(io.StringIO("Traceback (most recent call last):\nOSError: [Errno 98]\n")) == (
+        "Traceback (most recent call last):\nOSError: [Errno 98]\n")
+    assert until_ready(io.StringIO("noise\n" * 60 + "ready\n")) is not None  # bounded: not read for ever

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from gpunet.errors import LabError
 from gpunet.fabric.cabling import cable_name
@@ -210,6 +210,23 @@ def trace_paths(command: NodeCommand, flows: Sequence[ProbeFlow], hop_map: HopMa
     return paths
 
 
+READY_LINES = 50  # what a node's shell or ssh may print on stderr before the agent says it listens
+
+
+def until_ready(stderr: IO[str]) -> str | None:
+    """None once the receiver says "ready"; else what it said instead. Lines before it are a real
+    node's noise (a login script's warning, ssh's own notices), not a failure."""
+    seen = []
+    for _ in range(READY_LINES):
+        line = stderr.readline()
+        if not line:
+            break
+        if line.strip() == "ready":
+            return None
+        seen.append(line)
+    return "".join(seen)
+
+
 def measure(command: NodeCommand, flows: Sequence[ProbeFlow], settings: ProbeSettings) -> dict[int, tuple[int, int]]:
     """(sent, lost) per flow: receivers first (each says when it listens), then the senders."""
     to_node: dict[str, set[str]] = defaultdict(set)
@@ -225,8 +242,9 @@ def measure(command: NodeCommand, flows: Sequence[ProbeFlow], settings: ProbeSet
                                             "seconds": settings.seconds}))
             process.stdin.close()
             process.stdin = None  # written and closed: communicate() below only reads
-            if process.stderr.readline().strip() != "ready":
-                raise LabError(f"probe receiver on {node} did not start: {process.stderr.read()[-300:]}")
+            said = until_ready(process.stderr)
+            if said is not None:
+                raise LabError(f"probe receiver on {node} did not start: {said[-300:]}")
         work = {node: {"flows": [f.agent() for f in fl], "packets": settings.packets, "rate": settings.rate,
                        "size": settings.size} for node, fl in _by_source(flows).items()}
         sent = {int(fid): n for result in run_agents(command, "send", work, timeout=settings.seconds).values()
