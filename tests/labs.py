@@ -4,9 +4,11 @@ every test of a pytest process that asks for that shape, healed between tests.
 * `lab_id(hint)` gives an id that no other test process on this machine holds (parallel workers,
   a second developer's run): the hint and two more characters, reserved by a file that names this
   process until it exits. A reservation whose process is gone is taken over.
-* `SharedLabs.get(shape)` builds the shape's lab once per process (a pytest-xdist worker) and hands
-  the same lab to every module that asks; `healed` undoes the faults a test left. Tests that change
-  a lab in ways heal cannot undo (apply, lab up/down themselves) keep a lab of their own.
+* `SharedLabs.get(shape)` builds the shape's lab in this process (a pytest-xdist worker) and hands
+  the same lab to every module that asks, one shape at a time (asking for another takes it down:
+  five workers keeping three each would hold most of the machine's 16 lab slots); `healed` undoes
+  the faults a test left. Tests that change a lab in ways heal cannot undo (apply, lab up/down
+  themselves) keep a lab of their own.
 """
 
 from __future__ import annotations
@@ -121,13 +123,18 @@ def shared_lab_id(shape: str) -> str:
 
 @dataclass
 class SharedLabs:
-    """One lab per shape for this process, built on first use and taken down at the end."""
+    """This process's shared lab: one shape at a time, built on first use, taken down when another
+    shape is asked for and at the end."""
 
     shapes: dict[str, Shape]
     up: dict[str, LabState] = field(default_factory=dict)
 
     def get(self, shape: str) -> LabState:
+        """This process's lab of `shape`, the others taken down first: modules run one after another
+        in a worker, and a lab kept for a module that may never come would hold one of the machine's
+        16 lab slots while five workers build theirs."""
         if shape not in self.up:
+            self.close()
             wanted = self.shapes[shape]
             self.up[shape] = lab_up(wanted.plan(), shared_lab_id(shape), max_nodes=wanted.max_nodes,
                                     scale=wanted.scale, routing=wanted.routing)
