@@ -45,8 +45,10 @@ def test_fleet_run_over_real_ssh_and_netns_exec_to_the_lab(shared_labs: SharedLa
         assert done.returncode == 1, done.stderr  # gpu5's command failed: exit 1, output still grouped
         assert ("--ssh-lab is deprecated, use --lab" in done.stderr) == (how == "--ssh-lab"), done.stderr
         folded = json.loads(done.stdout)["groups"]
-        groups = {g["nodes"]: (g["rc"], g["stdout"]) for g in folded}
-        assert groups == {"gpu[1-4,6-8]": (0, "Linux"), "gpu5": (1, "Linux")}, (how, folded)
+        # per node: a group splits where one node's stderr differs, and a login shell over real SSH
+        # may say something of its own there (root's pyenv rehash racing another session's)
+        per_node = {node: (g["rc"], g["stdout"]) for g in folded for node in NodeSet(g["nodes"])}
+        assert per_node == {f"gpu{i}": (1 if i == 5 else 0, "Linux") for i in range(1, 9)}, (how, folded)
     result = Reach.of_lab(lab, "exec").runner().run(script, NodeSet("gpu[1-8]"))
     assert {nodes: (o.rc, o.stdout.strip()) for nodes, o in result.groups()} == {
         "gpu[1-4,6-8]": (0, "Linux"), "gpu5": (1, "Linux")}
