@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from gpunet.fabric.ibnetdiscover import IbNode, IbTopology
-from gpunet.model.plan import Plan
+from gpunet.model.plan import Link, Plan
 from gpunet.probe.lldp import LldpNeighbor
 
 UNKNOWN = "?"  # prefix of a device name the Plan does not have
@@ -52,6 +52,11 @@ class Observation:
     looked: set[str]  # devices whose ports the tool read: silence there means no link
     notes: list[str] = field(default_factory=list)
     speed_cap: str | None = None  # the fastest InfiniBand speed the source can show
+
+
+def cables_by_end(plan: Plan) -> dict[End, Link]:
+    """Every planned cable under each of its two ends."""
+    return {End(p.device, p.port): link for link in plan.links for p in (link.a, link.b)}
 
 
 class Names:

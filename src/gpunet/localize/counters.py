@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from gpunet.fabric.cabling import cable_name
 from gpunet.fabric.counters import CONGESTION, DAMAGE, DISCARDS, ETH_DAMAGE, ETH_DROPS, EthPortErrors, PortErrors
-from gpunet.fabric.observed import MELLANOX_DESCRIPTION, End, Names
+from gpunet.fabric.observed import MELLANOX_DESCRIPTION, End, Names, cables_by_end
 from gpunet.localize.report import Suspect, cable_fix
 from gpunet.model.plan import Link, Plan
 
@@ -69,7 +69,7 @@ def counter_suspects(plan: Plan, before: Sequence[PortErrors] | None, after: Seq
     changed, notes = deltas(before, after)
     reading = CounterReading(notes=notes)
     ports = [(port_end(names, p), p.counters, f"{p.description} port {p.port}") for p in changed]
-    return _rank(plan, ports, DAMAGE, seconds, reading)
+    return _rank(plan, cables_by_end(plan), ports, damage_kinds=DAMAGE, seconds=seconds, reading=reading)
 
 
 def eth_counter_suspects(plan: Plan, before: Sequence[EthPortErrors] | None, after: Sequence[EthPortErrors],
@@ -93,13 +93,10 @@ def eth_counter_suspects(plan: Plan, before: Sequence[EthPortErrors] | None, aft
         device = names.device(port.device)
         local = names.port(device, [port.interface]) if device else None
         ports.append((End(device, local) if device and local else None, grown, f"{port.device} {port.interface}"))
-    reading.notes += drops_note(ports, _cables(plan))
-    return _rank(plan, [p for p in ports if p[1]], ETH_DAMAGE, seconds, reading)
-
-
-def _cables(plan: Plan) -> dict[End, str]:
-    """Every planned cable by either end."""
-    return {End(p.device, p.port): cable_name(link) for link in plan.links for p in (link.a, link.b)}
+    cable_at = cables_by_end(plan)
+    reading.notes += drops_note(ports, cable_at)
+    return _rank(plan, cable_at, [p for p in ports if p[1]], damage_kinds=ETH_DAMAGE, seconds=seconds,
+                 reading=reading)
 
 
 def unread_note(unread: Sequence[str], seconds: float | None) -> list[str]:
@@ -110,10 +107,9 @@ def unread_note(unread: Sequence[str], seconds: float | None) -> list[str]:
             f"{', '.join(unread[:3])}"]
 
 
-def _rank(plan: Plan, ports: list[tuple[End | None, dict[str, int], str]], damage_kinds: tuple[str, ...],
-          seconds: float | None, reading: CounterReading) -> CounterReading:
+def _rank(plan: Plan, cable_at: dict[End, Link], ports: list[tuple[End | None, dict[str, int], str]], *,
+          damage_kinds: tuple[str, ...], seconds: float | None, reading: CounterReading) -> CounterReading:
     """Damage summed per cable (either end), cables ranked by it; other signals said in notes."""
-    cable_at: dict[End, Link] = {End(p.device, p.port): link for link in plan.links for p in (link.a, link.b)}
     damage: dict[str, list[tuple[End, dict[str, int]]]] = defaultdict(list)
     unnamed = []
     for end, counters, shown in ports:
@@ -154,13 +150,13 @@ def _other_signals(end: End, counters: dict[str, int], seconds: float | None) ->
     return notes
 
 
-def drops_note(ports: list[tuple[End | None, dict[str, int], str]], cables: dict[End, str] | None = None
-               ) -> list[str]:
+def drops_note(ports: list[tuple[End | None, dict[str, int], str]], cable_at: dict[End, Link]) -> list[str]:
     """Ethernet drops in one line: a full queue, or frames nobody takes (LLDP where no daemon
     listens, IPv6 where it is off, a frame over the port's MTU), not a bad cable; the port's
     cable said where the Plan has it."""
     dropped = sorted(((sum(v for k, v in c.items() if k in ETH_DROPS), shown,
-                       (cables or {}).get(end) if end else None) for end, c, shown in ports), reverse=True)
+                       cable_name(cable_at[end]) if end in cable_at else None) for end, c, shown in ports),
+                     reverse=True)
     dropped = [(n, shown, cable) for n, shown, cable in dropped if n]
     if not dropped:
         return []

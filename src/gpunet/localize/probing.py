@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from gpunet.errors import LabError
 from gpunet.fabric.cabling import cable_name
-from gpunet.fabric.observed import End
+from gpunet.fabric.observed import End, cables_by_end
 from gpunet.localize.tomography import PathSample, candidates
 from gpunet.model.flows import PROBE_PORT
 from gpunet.model.plan import Link, Plan
@@ -90,7 +90,7 @@ class HopMap:
     def __init__(self, plan: Plan, ports: Mapping[str, End], devices: Mapping[str, str]) -> None:
         self.ports = dict(ports)  # addresses of switch ports
         self.device_of = {**devices, **{address: end.device for address, end in ports.items()}}
-        self.cable_at = {End(p.device, p.port): link for link in plan.links for p in (link.a, link.b)}
+        self.cable_at = cables_by_end(plan)
 
     def path(self, flow: ProbeFlow, hops: Sequence[str]) -> tuple[str, ...] | None:
         """The cables a flow crossed, or None when its hops do not follow the Plan's cables."""

@@ -14,7 +14,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from gpunet.errors import ParseError
 from gpunet.fabric.cabling import cable_name
 from gpunet.fabric.counters import parse_ibqueryerrors
-from gpunet.fabric.observed import End, Names
+from gpunet.fabric.observed import Names, cables_by_end
 from gpunet.localize.counters import port_end
 from gpunet.model.plan import Plan
 from gpunet.monitor.collectors import CollectorError
@@ -28,7 +28,7 @@ def collect_fabric(plan: Plan, read: FabricReader) -> list[Metric]:
     except ParseError as exc:
         raise CollectorError(f"ibqueryerrors: {exc}") from None
     names = Names(plan)
-    cable_at = {End(p.device, p.port): link for link in plan.links for p in (link.a, link.b)}
+    cable_at = cables_by_end(plan)
     errors = CounterMetricFamily("gpunet_fabric_port_errors", "A switch or HCA port's counter as ibqueryerrors "
                                  "reports it (over its threshold), on the Plan's cable at that port.",
                                  labels=["cable", "plane", "device", "port", "counter"])
