@@ -137,36 +137,38 @@ class Reach:
         if self.kind == "lab" and self.transport == "exec":
             return lab_runner(lab, str(lab_dir(lab) / "uts"), self.timeout)
         if self.kind == "lab":
-            return ClusterShellRunner(user="root", key=str(lab_key(lab)), addresses=_lab_state(lab).mgmt_addresses,
-                                      fanout=self.fanout, command_timeout=self.timeout,
-                                      connect_timeout=self.connect_timeout, ssh_options=LAB_SSH_OPTIONS)
+            return self._ssh_runner(_lab_state(lab).mgmt_addresses)
         if self.kind != "ssh":
             raise UsageError("name the nodes' plan (--plan) or a lab (--lab) to reach them")
         plan = self.plan()
-        addresses = {n.name: n.management_ip for n in plan.nodes if n.management_ip} if plan else {}
-        return ClusterShellRunner(user=self.user, key=str(self.key) if self.key else None, addresses=addresses,
-                                  fanout=self.fanout, command_timeout=self.timeout,
-                                  connect_timeout=self.connect_timeout)
+        return self._ssh_runner({n.name: n.management_ip for n in plan.nodes if n.management_ip} if plan else {})
 
     def on_switches(self, command: Sequence[str], switches: Sequence[str]) -> FleetResult:
         """`command` on switches over SSH at their management addresses (the fleet runner, so a
         switch that does not answer is data, not a stop): a real fabric's from the Plan, a lab's
         at the addresses its switches' sshd listens on, with the lab's key."""
         if self.kind == "lab":
-            lab = self.lab or ""
-            runner = ClusterShellRunner(user="root", key=str(lab_key(lab)), addresses=_lab_state(lab).switch_mgmt,
-                                        fanout=self.fanout, command_timeout=self.timeout,
-                                        connect_timeout=self.connect_timeout, ssh_options=LAB_SSH_OPTIONS)
+            runner = self._ssh_runner(_lab_state(self.lab or "").switch_mgmt)
         elif self.kind == "ssh":
             plan = self.require_plan("the plan.json (or spec) with the switches' management addresses")
-            runner = ClusterShellRunner(user=self.user, key=str(self.key) if self.key else None,
-                                        addresses={s.name: s.management.split("/")[0] for s in plan.switches
-                                                   if s.management},
-                                        fanout=self.fanout, command_timeout=self.timeout,
-                                        connect_timeout=self.connect_timeout)
+            runner = self._ssh_runner({s.name: s.management.split("/")[0] for s in plan.switches if s.management})
         else:
             raise UsageError("switches are reached over SSH at the plan's management addresses: give --plan")
         return runner.run(command, NodeSet.fromlist([s for s in switches if s in runner.addresses]))
+
+    def _ssh_runner(self, addresses: dict[str, str]) -> ClusterShellRunner:
+        """The fleet runner over SSH to these addresses: a lab's as root with its key (host keys
+        not kept: each lab makes new ones), real machines' with this reach's user, key and options."""
+        user: str | None
+        key: str | None
+        options: tuple[str, ...]
+        if self.kind == "lab":
+            user, key, options = "root", str(lab_key(self.lab or "")), LAB_SSH_OPTIONS
+        else:
+            user, key, options = self.user, str(self.key) if self.key else None, self.ssh_options
+        return ClusterShellRunner(user=user, key=key, addresses=addresses, fanout=self.fanout,
+                                  command_timeout=self.timeout, connect_timeout=self.connect_timeout,
+                                  ssh_options=options)
 
     def node_argv(self, node: str, command: Sequence[str]) -> list[str]:
         """argv that runs `command` on one node (a lab server's namespace, or ssh to the node)."""
