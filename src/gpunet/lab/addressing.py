@@ -76,8 +76,8 @@ def _indexes(plan: Plan, plane: str) -> tuple[IPv4Network, list[int]]:
     subnet = IPv4Network(spec.subnet)
     used = [int(ip_interface(i.address).ip) - int(subnet.network_address)
             for n in plan.nodes for i in n.interfaces if i.plane == plane and i.address]
-    used += [int(ip_interface(s.management).ip) - int(subnet.network_address) for s in plan.switches
-             if s.management and ip_interface(s.management).ip in subnet]
+    managed = [ip_interface(s.management).ip for s in plan.switches if s.management]
+    used += [int(ip) - int(subnet.network_address) for ip in managed if ip in subnet]
     if spec.gateway:
         used.append(int(IPv4Address(spec.gateway)) - int(subnet.network_address))
     return subnet, sorted(set(used))

@@ -74,8 +74,8 @@ def plan_management(plan: Plan, addressing: dict[str, PlaneAddressing], ns: dict
     return found
 
 
-def _plane_of(plan: Plan, address: str | None) -> str | None:
-    ip = ip_interface(address or "0.0.0.0").ip
+def _plane_of(plan: Plan, address: str) -> str | None:
+    ip = ip_interface(address).ip
     return next((p.name for p in plan.planes if ip in IPv4Network(p.subnet)), None)
 
 
