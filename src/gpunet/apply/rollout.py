@@ -144,6 +144,7 @@ class BatchRun:
         self.results: dict[str, NodeApply] = {}
         self.previous: dict[str, str] = {}
         self.new_failures: dict[str, tuple[str, ...]] = {}
+        self.doctor_problems: dict[str, str] = {}  # why a node's doctor gave no findings
 
     def bundle_of(self, node: str) -> str:
         return f"{self.remote.stage_of(node)}/bundle-{self.txid}"
@@ -255,19 +256,22 @@ class BatchRun:
         for n, outcome in outcomes.items():
             findings = findings_of(outcome.stdout) if outcome.rc in (0, 1) else None
             if findings is None:
+                self.doctor_problems[n] = self._doctor_problem(n, outcome, timeout)
                 if baseline:
                     self._end(n, "unreachable" if outcome.rc in (None, 255) else "refused", "untouched",
-                              f"doctor before the change: {self._doctor_problem(n, outcome)}")
+                              f"doctor before the change: {self.doctor_problems[n]}")
                 continue
             failing[n] = {f"{f.check} {f.subject}".strip(): f.observed for f in findings if f.verdict == "fail"}
         return failing
 
-    def _doctor_problem(self, node: str, outcome: NodeOutcome) -> str:
+    def _doctor_problem(self, node: str, outcome: NodeOutcome, timeout: float) -> str:
         """Why a node's doctor gave no findings: a gpunet missing or of another version is said with
-        the command that installs this one there."""
+        the command that installs this one there; one that ran out of time says how long it had."""
         found = node_gpunet(outcome)
         if found is not None and not found.matches:
             return f"{found.problem()}: {self.remote.install_fix(node)}"
+        if outcome.rc is None and "timed out" in (outcome.error or ""):
+            return f"the doctor did not end within {timeout:.1f} s (a longer --timeout leaves it more)"
         return why(outcome)
 
     def _transact(self, node: str, baseline: Collection[str]) -> None:
@@ -311,7 +315,7 @@ class BatchRun:
         """The doctor again, over a new connection: what fails now and did not before."""
         after = self._doctor([node], timeout=timeout).get(node)
         if after is None:
-            self.new_failures[node] = ("a new SSH connection or the doctor failed, or it did not end in time",)
+            self.new_failures[node] = (self.doctor_problems.get(node, "the doctor gave no findings"),)
             return False
         new = sorted(f for f in after.keys() - set(baseline) if not _about_batch_peer(f, self.nodes))
         # what the doctor saw goes with each check, so a reverted node says why
