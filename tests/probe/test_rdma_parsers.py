@@ -91,10 +91,23 @@ def test_veth_statistics_have_no_flow_counters() -> None:
 
 
 def test_grep_of_per_priority_traffic_is_no_flow_reading() -> None:
-    """byteps#179's `ethtool -S | grep prio`: per-priority bytes, no pause counter; the flow parser refuses it
-    rather than report a NIC with nothing paused."""
+    """byteps#179's `ethtool -S | grep prio`, both readings: per-priority bytes, no pause counter; the flow parser
+    refuses them rather than report a NIC with nothing paused."""
     with pytest.raises(ParseError, match="pause"):
         parse_ethtool_flow(recorded("ethtool_stats", "mlx5_grep_prio_all_traffic_on_priority0"))
+    with pytest.raises(ParseError, match="pause"):
+        parse_ethtool_flow(recorded("ethtool_stats", "mlx5_grep_prio_same_port_later_reading"))
+
+
+def test_two_readings_of_one_port_grew_on_priority_zero_only() -> None:
+    """byteps#179's two greps of enp178s0f0, taken apart: only the four priority-0 counters moved, by the
+    traffic in between (about 1076-byte RoCE frames both ways); priorities 1-7 stayed at zero."""
+    earlier = {"enp178s0f0": parse_ethtool_stats(recorded("ethtool_stats", "mlx5_grep_prio_all_traffic_on_priority0"))}
+    later = {"enp178s0f0": parse_ethtool_stats(recorded("ethtool_stats", "mlx5_grep_prio_same_port_later_reading"))}
+    assert growth(earlier, later) == {
+        "enp178s0f0:rx_prio0_bytes": 143485484638, "enp178s0f0:rx_prio0_packets": 133317745,
+        "enp178s0f0:tx_prio0_bytes": 149624689122, "enp178s0f0:tx_prio0_packets": 138971449}
+    assert growth(later, earlier) == {}
 
 
 
