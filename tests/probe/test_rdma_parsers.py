@@ -101,7 +101,7 @@ def test_grep_of_per_priority_traffic_is_no_flow_reading() -> None:
 
 def test_two_readings_of_one_port_grew_on_priority_zero_only() -> None:
     """byteps#179's two greps of enp178s0f0, taken apart: only the four priority-0 counters moved, by the
-    traffic in between (about 1076-byte RoCE frames both ways); priorities 1-7 stayed at zero."""
+    traffic in between (about 1076-byte frames both ways); priorities 1-7 stayed at zero."""
     earlier = {"enp178s0f0": parse_ethtool_stats(recorded("ethtool_stats", "mlx5_grep_prio_all_traffic_on_priority0"))}
     later = {"enp178s0f0": parse_ethtool_stats(recorded("ethtool_stats", "mlx5_grep_prio_same_port_later_reading"))}
     assert growth(earlier, later) == {
