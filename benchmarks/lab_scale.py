@@ -13,7 +13,8 @@ run, it times:
 * down: ``lab_down(lab_id)``
 
 for each routing asked (``--routing frr,static``, both by default where FRR is installed), with lab
-ids ``bs8``, ``bs32``, ``bs64`` for static routes and ``bf8``, ``bf32``, ``bf64`` for FRR
+ids ``bs`` (static routes) or ``bf`` (FRR) and the size in base 36 (a lab id has at most 4 characters):
+``bs8``, ``bsw``, ``bs1s``, ``bs74`` for 8, 32, 64 and 256 servers, ``bf8`` ... ``bf74`` for FRR
 (namespaces ``gnbs<size>-<device>``, ``gnbf<size>-<device>``). With FRR it also reports when BGP
 had converged (seconds from the start of the build) and the memory of each router: the resident
 set (VmRSS) of its FRR daemons (zebra, bgpd, staticd), read from the pid files `lab up` wrote,
@@ -63,7 +64,17 @@ from gpunet.spec.checks import spec_problems
 
 DEFAULT_SIZES = (8, 32, 64)
 DEFAULT_RUNS = 3
-LAB_PREFIXES = {"static": "bs", "frr": "bf"}  # lab ids bs8, bf32, ...; namespaces gnbs8-..., gnbf32-...
+LAB_PREFIXES = {"static": "bs", "frr": "bf"}  # lab ids bs8, bfw, ...; namespaces gnbs8-..., gnbfw-...
+DIGITS36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def bench_lab_id(routing: str, servers: int) -> str:
+    """The routing's prefix and the size in base 36: 4 characters up to 1 295 servers."""
+    digits = ""
+    while servers:
+        servers, digit = divmod(servers, 36)
+        digits = DIGITS36[digit] + digits
+    return LAB_PREFIXES[routing] + digits
 NS_PREFIXES = tuple(f"gn{p}" for p in LAB_PREFIXES.values())
 MGMT_RADIX = 16
 PLURAL = {"leaf": "leaves"}
@@ -71,8 +82,8 @@ BEFORE_STEPS = "prepare"  # slice, blueprint and state file, before the first pr
 
 
 def compute_radix(servers: int) -> int:
-    """8-port switches while two tiers of them hold the servers (8 * 8 / 2 = 32 at 1:1), else 16."""
-    return 8 if servers <= 8 * 8 // 2 else 16
+    """The smallest of 8, 16 and 32 ports whose two tiers hold the servers at 1:1 (radix * radix / 2)."""
+    return next((radix for radix in (8, 16) if servers <= radix * radix // 2), 32)
 
 
 def spec_dict(servers: int) -> dict[str, Any]:
@@ -83,7 +94,7 @@ def spec_dict(servers: int) -> dict[str, Any]:
         "site": {"name": f"labbench{servers}"},
         "planes": {
             "management": {
-                "subnet": "198.18.0.0/24",
+                "subnet": "198.18.0.0/24" if servers <= 128 else "198.18.0.0/22",  # servers and switches
                 "gateway": "198.18.0.1",
                 "speed": "10G",
                 "fabric": {"switch": {"model": f"mgmt-{MGMT_RADIX}x10G", "radix": MGMT_RADIX, "port_speed": "10G"}},
@@ -284,7 +295,7 @@ def median_by_key(dicts: list[dict[str, float]]) -> dict[str, float]:
 
 def measure(servers: int, runs: int, quiet: bool, routing: str = "static") -> Result:
     plan = build_plan(servers)
-    lab_id = f"{LAB_PREFIXES[routing]}{servers}"
+    lab_id = bench_lab_id(routing, servers)
     result = Result(servers=servers, lab_id=lab_id, fabric=fabric_summary(plan), routing=routing)
     teardown(lab_id)  # a lab left by an earlier, killed run would make lab_up return at once
     for run in range(runs):
@@ -422,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         with no_interrupts():
             for servers in args.sizes:  # belt and braces: nothing of ours stays up
                 for routing in routings:
-                    lab_down(f"{LAB_PREFIXES[routing]}{servers}")
+                    lab_down(bench_lab_id(routing, servers))
     left = leftover_namespaces()
     summary = summary_of(results) if results else {}
     if args.json:

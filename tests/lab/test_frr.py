@@ -3,7 +3,13 @@ and when a switch counts as converged, judged on FRR 8.4's own recorded outputs.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -103,15 +109,68 @@ def test_pending_is_one_entry_per_switch_and_converged_switches_are_not_asked_ag
                                                                                        "comp-spine002")}}
     asked: list[str] = []
 
-    def vtysh(lab_dir: Path, ns: str, command: str) -> str:
+    def vty_show(lab_dir: Path, ns: str, daemon: str, command: str) -> str:
         del lab_dir
+        assert daemon == ("bgpd" if "bgp" in command else "zebra")
         asked.append(ns)
         return files[command][ns.removeprefix("gnt-")]
 
-    monkeypatch.setattr(frr, "_vtysh", vtysh)
+    monkeypatch.setattr(frr, "vty_show", vty_show)
     switches = {"gnt-comp-spine001": "comp-spine001", "gnt-comp-spine002": "comp-spine002"}
     with ThreadPoolExecutor(max_workers=2) as pool:
         pending = frr.converged_pending(plan, switches, Path("/nowhere"), pool)
     assert len(pending) == 1 and pending[0].startswith("comp-spine001: ") and pending[0].count("Connect") == len(
         sessions(plan, plan.switches_by_name["comp-spine001"]))
     assert switches == {"gnt-comp-spine001": "comp-spine001"}  # spine002 converged: not looked at again
+
+
+class _Daemon:
+    """A unix socket answering one vty command as an FRR 8.4 daemon does (seen on a lab switch:
+    the output, three NULs, a status byte; `% [ZEBRA] Unknown command: ...` with status 2)."""
+
+    def __init__(self, path: Path, answer: bytes) -> None:
+        self.asked = b""
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(path))
+        self.server.listen(1)
+        self.thread = threading.Thread(target=self._answer, args=(answer,), daemon=True)
+        self.thread.start()
+
+    def _answer(self, answer: bytes) -> None:
+        client, _ = self.server.accept()
+        with client, contextlib.suppress(OSError):  # a reader that stops past its bound closes on us
+            while not self.asked.endswith(b"\0"):
+                self.asked += client.recv(4096)
+            client.sendall(answer)
+
+    def close(self) -> None:
+        self.thread.join(timeout=10)
+        self.server.close()
+
+
+@pytest.fixture
+def switch_sockets() -> Iterator[Path]:
+    """A lab directory short enough for unix socket paths (108 bytes), removed after."""
+    where = Path(tempfile.mkdtemp(prefix="gnvty", dir="/tmp"))
+    (where / "frr" / "gnt-leaf1").mkdir(parents=True)
+    yield where
+    shutil.rmtree(where)
+
+
+@pytest.mark.parametrize(("answer", "read"), [
+    (b'{"ipv4Unicast":{}}\n' + b"\0\0\0\0", '{"ipv4Unicast":{}}\n'),
+    (b"% [ZEBRA] Unknown command: show nonsense\n\0\0\0\x02", ""),  # refused: no output to parse
+    (b'{"ipv4Unicast":', ""),  # closed before the terminator
+    (b"x" * (frr.VTY_MAX_BYTES + 10), ""),  # past the bound
+])
+def test_a_show_command_goes_over_the_daemons_vty_socket(switch_sockets: Path, answer: bytes, read: str) -> None:
+    daemon = _Daemon(switch_sockets / "frr" / "gnt-leaf1" / "bgpd.vty", answer)
+    try:
+        assert frr.vty_show(switch_sockets, "gnt-leaf1", "bgpd", "show bgp summary json") == read
+        assert daemon.asked == b"show bgp summary json\0"  # the command as vtysh sends it
+    finally:
+        daemon.close()
+
+
+def test_a_daemon_not_there_yet_is_no_answer(switch_sockets: Path) -> None:
+    assert frr.vty_show(switch_sockets, "gnt-leaf1", "zebra", "show ip route json") == ""

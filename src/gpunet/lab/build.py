@@ -37,6 +37,7 @@ from gpunet.lab.ready import (
     Condition,
     ConditionName,
     ConditionTiming,
+    InNamespaces,
     LabNotReady,
     LabView,
     Readiness,
@@ -210,12 +211,12 @@ def _create(bp: Blueprint, run: CommandRunner, progress: Progress, deadline_s: f
     frr = FrrStart(lab_dir(bp.lab_id), bp.frr_confs)
     steps: list[tuple[str, Callable[[], None]]] = [
         ("namespaces", lambda: ip_batch(run, (f"netns add {n.name}" for n in bp.namespaces))),
-        ("sysctls", lambda: _each(bp, lambda n: set_sysctls(run, n.name, n.sysctls))),
+        ("sysctls", lambda: _each(bp, lambda n: set_sysctls(n.name, n.sysctls))),
         ("cables", lambda: ip_batch(run, (_veth_line(v.a_ns, v.a_if, v.b_ns, v.b_if)
                                           for v in (*bp.veths, *bp.mgmt_ports, *bp.host_links)))),
         ("addresses and routes", lambda: _each(bp, lambda n: ip_batch(run, n.commands, n.name))),
         ("FRR", frr.begin),
-        ("proxy ARP", lambda: _proxy_arp_now(bp, run)),
+        ("proxy ARP", lambda: _proxy_arp_now(bp)),
         ("shaping", lambda: _shape(bp, run)),
         ("host route", lambda: _host_side(bp, run)),  # under labs_lock: what the labs share
         ("names", lambda: _names(bp, run)),
@@ -250,7 +251,7 @@ def _wait_ready(bp: Blueprint, run: CommandRunner, deadline_s: float) -> dict[Co
         def lldp_silent(ports: Mapping[str, set[str]]) -> list[str]:
             return silent_ports(ports, lambda ns: _prefix(bp, ns), pool)
         try:
-            return wait_ready(_with_bgp(lab_conditions(view, run, pool, lldp_silent), bp, pool), deadline_s)
+            return wait_ready(_with_bgp(lab_conditions(view, InNamespaces(), pool, lldp_silent), bp, pool), deadline_s)
         except LabNotReady as exc:
             raise LabNotReady(
                 f"lab {bp.lab_id} is built but {exc}. It is left as it is (status: building) to look at; "
@@ -268,7 +269,7 @@ def _with_bgp(conditions: list[Condition], bp: Blueprint, pool: ThreadPoolExecut
     return [*conditions[:-1], bgp, conditions[-1]]
 
 
-def _proxy_arp_now(bp: Blueprint, run: CommandRunner) -> None:
+def _proxy_arp_now(bp: Blueprint) -> None:
     """Routers answer proxy ARP at once, as a switch does (Linux waits up to 0.8 s by default;
     only per-port in a network namespace, so after the cables exist)."""
     ports: dict[str, list[str]] = defaultdict(list)
@@ -276,7 +277,7 @@ def _proxy_arp_now(bp: Blueprint, run: CommandRunner) -> None:
         ports[v.b_ns].append(v.b_if)
         ports[v.a_ns].append(v.a_if)
     at_once = {ns: {f"net.ipv4.neigh.{port}.proxy_delay": "0" for port in ports[ns]} for ns in ports}
-    _in_parallel(partial(set_sysctls, run, ns.name, at_once.get(ns.name, {}))
+    _in_parallel(partial(set_sysctls, ns.name, at_once.get(ns.name, {}))
                  for ns in bp.namespaces if ns.kind == "router")
 
 

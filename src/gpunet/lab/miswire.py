@@ -106,4 +106,4 @@ def _configure(state: LabState, slot: Slot, cable: VethState, run: CommandRunner
     if cable.mbit > 0:
         run(["tc", "-n", ns, *tbf_line(interface, cable.mbit, cable.mtu).split()])
     if kind == "router":
-        set_sysctls(run, ns, {f"net.ipv4.neigh.{interface}.proxy_delay": "0"})
+        set_sysctls(ns, {f"net.ipv4.neigh.{interface}.proxy_delay": "0"})

@@ -9,9 +9,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gpunet.errors import LabError
+from gpunet.lab.inside import NETNS_DIR, write_sysctls
 from gpunet.runner import CommandRunner
-
-NETNS_DIR = Path("/run/netns")
 
 
 def batch_text(lines: Iterable[str]) -> str:
@@ -42,11 +41,13 @@ def tc_batch(run: CommandRunner, lines: Iterable[str], ns: str) -> None:
 OPTIONAL_SYSCTLS = {"net.ipv4.fib_multipath_hash_seed"}  # newer kernels only: left out where absent
 
 
-def set_sysctls(run: CommandRunner, ns: str, values: dict[str, str]) -> None:
+def set_sysctls(ns: str, values: dict[str, str]) -> None:
+    """The values written in the lab namespace `ns` from this thread (no process per namespace);
+    an optional one this kernel lacks is left out."""
     values = {k: v for k, v in values.items()
               if k not in OPTIONAL_SYSCTLS or Path("/proc/sys", *k.split(".")).exists()}
     if values:
-        run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", *(f"{k}={v}" for k, v in values.items())])
+        write_sysctls(ns, values)
 
 
 def existing_namespaces() -> set[str]:

@@ -5,24 +5,25 @@ that is settling: an address in duplicate-address detection, an sshd not yet lis
 that has not heard its neighbour, a path whose first packets are still resolving neighbours. Each
 condition here looks at the lab as it is (one observation: what is not ready yet, named) and
 `wait_ready` polls them until all hold or a deadline passes; a condition that held is not looked
-at again. The observations are parsed by small pure functions, so the waiting logic and the
-parsing are tested with fake observations; the lab tests run them for real."""
+at again. The observations (`Looks`) are made from this process's own threads in each namespace
+(lab/inside.py: /proc/thread-self/net and an ICMP socket, no process per look) and parsed by small
+pure functions, so the waiting logic and the parsing are tested with fake observations; the lab
+tests run them for real."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import Field
 
 from gpunet.errors import LabError
+from gpunet.lab import inside
 from gpunet.model.base import Frozen
 from gpunet.model.plan import Interface, Node, Plan
-from gpunet.runner import CommandRunner
 
 ConditionName = Literal["addresses", "sshd", "lldp", "bgp", "routes"]
 POLL_S = 0.25  # between looks at what is still pending
@@ -98,37 +99,11 @@ def describe_pending(waiting: Sequence[Condition], pending: Mapping[str, Sequenc
     return "; ".join(parts)
 
 
-# --- addresses: duplicate-address detection done everywhere ---------------------------------------
-
-def unsettled_addresses(ip_addr_json: str) -> list[str]:
-    """The addresses of `ip -j addr` output still in duplicate-address detection (tentative), or that
-    failed it, as "interface address/prefix flag". Unreadable output counts as one unsettled entry:
-    it is looked at again rather than taken for settled."""
-    try:
-        links = json.loads(ip_addr_json or "[]")
-    except ValueError:
-        return ["unreadable `ip -j addr` output"]
-    found = []
-    for link in links if isinstance(links, list) else []:
-        for address in link.get("addr_info", []) if isinstance(link, dict) else []:
-            flags = [f for f in ("tentative", "dadfailed") if isinstance(address, dict) and address.get(f)]
-            if flags:
-                found.append(f"{link.get('ifname', '?')} {address.get('local', '?')}/"
-                             f"{address.get('prefixlen', '?')} {flags[-1]}")
-    return found
-
-
 # --- sshd: listening on the management address ------------------------------------------------------
 
-def sshd_listening(ss_output: str, address: str) -> bool:
-    """Whether `ss -Hltn` output shows a TCP listener on port 22 at `address` (or every address)."""
-    for line in ss_output.splitlines():
-        fields = line.split()
-        if len(fields) >= 4 and fields[0] == "LISTEN":
-            host, _, port = fields[3].rpartition(":")
-            if port == SSH_PORT and host.strip("[]") in (address, "0.0.0.0", "*", "::"):
-                return True
-    return False
+def sshd_listens(sockets: set[tuple[str, int]], address: str) -> bool:
+    """Whether a namespace's listening TCP sockets include port 22 at `address` (or every address)."""
+    return any(port == int(SSH_PORT) and host in (address, "0.0.0.0", "::") for host, port in sockets)
 
 
 # --- routes: every server reaches the far side of each of its planes --------------------------------
@@ -176,12 +151,28 @@ def _ip(interface: Interface) -> str:
     return (interface.address or "").split("/")[0]
 
 
-def ping_argv(ping: Ping) -> list[str]:
-    """One echo, one second to answer, from the plane address (its routing table where NICs share a subnet)."""
-    return ["ping", "-n", "-q", "-c", "1", "-W", "1", "-I", ping.source, ping.target]
+# --- the conditions of a lab, observed in its namespaces -------------------------------------------
+
+class Looks(Protocol):
+    """The observations the conditions make, each in one namespace (None: this host's own)."""
+
+    def unsettled(self, namespace: str | None, only: str | None = None) -> list[str]: ...
+    def listening(self, namespace: str) -> set[tuple[str, int]]: ...
+    def answered(self, namespace: str, ping: Ping) -> bool: ...
 
 
-# --- the conditions of a lab, observed through a runner ----------------------------------------------
+class InNamespaces:
+    """The observations made from a thread of this process (lab/inside.py): no process per look."""
+
+    def unsettled(self, namespace: str | None, only: str | None = None) -> list[str]:
+        return inside.namespace_unsettled(namespace, only)
+
+    def listening(self, namespace: str) -> set[tuple[str, int]]:
+        return inside.tcp_listeners(namespace)
+
+    def answered(self, namespace: str, ping: Ping) -> bool:
+        return inside.answers(namespace, ping.source, ping.target)
+
 
 @dataclass(frozen=True)
 class LabView:
@@ -194,35 +185,33 @@ class LabView:
     pings: Sequence[tuple[str, Ping]]  # (the sending server's namespace, the echo)
 
 
-def lab_conditions(view: LabView, run: CommandRunner, pool: ThreadPoolExecutor,
+def lab_conditions(view: LabView, looks: Looks, pool: ThreadPoolExecutor,
                    lldp_silent: Callable[[Mapping[str, set[str]]], list[str]] | None) -> list[Condition]:
     """The conditions of this lab: LLDP only where lldpd runs (`lldp_silent` names the silent
     "namespace:interface" of the ports given)."""
     conditions = [
-        Condition("addresses", len(view.namespaces) + 1, lambda: _unsettled(view, run, pool)),
-        Condition("sshd", len(view.sshd), lambda: _not_listening(view, run, pool)),
+        Condition("addresses", len(view.namespaces) + 1, lambda: _unsettled(view, looks, pool)),
+        Condition("sshd", len(view.sshd), lambda: _not_listening(view, looks, pool)),
     ]
     if lldp_silent is not None and view.lldp_ports:
         ports = dict(view.lldp_ports)
         conditions.append(Condition("lldp", sum(len(p) for p in ports.values()), lambda: _silent(ports, lldp_silent)))
     pings = list(view.pings)
-    conditions.append(Condition("routes", len(pings), lambda: _unanswered(pings, run, pool)))
+    conditions.append(Condition("routes", len(pings), lambda: _unanswered(pings, looks, pool)))
     return conditions
 
 
-def _unsettled(view: LabView, run: CommandRunner, pool: ThreadPoolExecutor) -> list[str]:
-    looks = [(ns, ["ip", "-n", ns, "-j", "addr", "show"]) for ns in view.namespaces]
-    looks.append(("host", ["ip", "-j", "addr", "show", "dev", view.host_if]))
-    outputs = pool.map(lambda look: run(look[1], check=False, timeout=10).stdout, looks)
-    return [f"{where} {entry}" for (where, _), out in zip(looks, outputs, strict=True)
-            for entry in unsettled_addresses(out)]
+def _unsettled(view: LabView, looks: Looks, pool: ThreadPoolExecutor) -> list[str]:
+    found = pool.map(looks.unsettled, view.namespaces)
+    return ([f"{ns} {entry}" for ns, entries in zip(view.namespaces, found, strict=True) for entry in entries]
+            + [f"host {entry}" for entry in looks.unsettled(None, view.host_if)])
 
 
-def _not_listening(view: LabView, run: CommandRunner, pool: ThreadPoolExecutor) -> list[str]:
+def _not_listening(view: LabView, looks: Looks, pool: ThreadPoolExecutor) -> list[str]:
     servers = sorted(view.sshd.items())
-    outputs = pool.map(lambda item: run(["ss", "-N", item[1][0], "-Hltn"], check=False, timeout=10).stdout, servers)
-    return [f"{node} ({address}:{SSH_PORT})" for (node, (_, address)), out in zip(servers, outputs, strict=True)
-            if not sshd_listening(out, address)]
+    found = pool.map(lambda item: looks.listening(item[1][0]), servers)
+    return [f"{node} ({address}:{SSH_PORT})" for (node, (_, address)), sockets in zip(servers, found, strict=True)
+            if not sshd_listens(sockets, address)]
 
 
 def _silent(ports: dict[str, set[str]], lldp_silent: Callable[[Mapping[str, set[str]]], list[str]]) -> list[str]:
@@ -236,11 +225,9 @@ def _silent(ports: dict[str, set[str]], lldp_silent: Callable[[Mapping[str, set[
     return silent
 
 
-def _unanswered(pings: list[tuple[str, Ping]], run: CommandRunner, pool: ThreadPoolExecutor) -> list[str]:
+def _unanswered(pings: list[tuple[str, Ping]], looks: Looks, pool: ThreadPoolExecutor) -> list[str]:
     """Pings not answered; only those are sent again next time (an answered path stays converged:
     static routes, and neighbours that stay resolved while the lab is used)."""
-    answered = list(pool.map(
-        lambda item: run(["ip", "netns", "exec", item[0], *ping_argv(item[1])], check=False, timeout=10
-                         ).returncode == 0, pings))
+    answered = list(pool.map(lambda item: looks.answered(*item), pings))
     pings[:] = [item for item, ok in zip(pings, answered, strict=True) if not ok]
     return [str(ping) for _, ping in pings]

@@ -1,0 +1,151 @@
+"""Looking into a lab namespace from a thread (lab/inside.py): the parsers on what Linux 6.18 wrote
+in a namespace of ours (a listener on 198.18.64.2:22, one on [::]:2222, 127.0.0.1:631; IPv6
+addresses in duplicate-address detection, then settled), and, as root, the thread's excursion
+itself: a sysctl written there and not here, sockets seen there, an echo answered or not."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpunet.errors import LabError
+from gpunet.lab import inside
+from tests.labs import lab_id
+
+PROC_NET_TCP = """\
+  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 024012C6:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 37117522 1 000000006e60ade9 100 0 0 10 0
+   1: 0100007F:0277 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 37117524 1 0000000046e891b0 100 0 0 10 0
+   2: 024012C6:0016 034012C6:C1F2 01 00000000:00000000 02:000A6E82 00000000     0        0 37117530 2 0000000011e8a1b0 20 4 30 10 -1
+"""  # noqa: E501 (the last line: an established connection, added from the same kernel's format)
+PROC_NET_TCP6 = """\
+  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 00000000000000000000000000000000:08AE 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 37117523 1 0000000096048615 100 0 0 10 0
+"""  # noqa: E501
+IF_INET6_SETTLING = """\
+fe80000000000000d89c87fffe880cbc 02 40 20 c0     gnc0
+20010db8000000000000000000000007 02 40 00 c0     gnc0
+00000000000000000000000000000001 01 80 10 80       lo
+"""
+IF_INET6_SETTLED = IF_INET6_SETTLING.replace(" c0 ", " 80 ")
+
+
+def test_listening_sockets_are_read_with_their_addresses_in_network_order() -> None:
+    assert inside.listeners(PROC_NET_TCP) == {("198.18.64.2", 22), ("127.0.0.1", 631)}  # not the connection
+    assert inside.listeners(PROC_NET_TCP6) == {("::", 2222)}
+    assert inside.listeners("") == set() and inside.listeners("header only\n") == set()
+
+
+def test_addresses_in_duplicate_address_detection_are_unsettled_then_settled() -> None:
+    assert inside.unsettled_inet6(IF_INET6_SETTLING) == ["gnc0 fe80::d89c:87ff:fe88:cbc/64 tentative",
+                                                         "gnc0 2001:db8::7/64 tentative"]
+    assert inside.unsettled_inet6(IF_INET6_SETTLED) == []
+    assert inside.unsettled_inet6(IF_INET6_SETTLING, only="lo") == []
+    # IFA_F_DADFAILED (0x08) with the tentative flag kept, as the kernel leaves a failed address
+    failed = "20010db8000000000000000000000005 02 40 00 c8     gnc0\n"
+    assert inside.unsettled_inet6(failed) == ["gnc0 2001:db8::5/64 dadfailed"]
+
+
+@pytest.mark.parametrize("line", ["garbage", "zz010db8000000000000000000000005 02 40 00 c8 gnc0",
+                                  "20010db8 02 40 00 c8 gnc0", "20010db8000000000000000000000005 02 40 00 c8"])
+def test_an_address_line_of_another_shape_is_looked_at_again_never_taken_as_settled(line: str) -> None:
+    assert inside.unsettled_inet6(line + "\n")[0].startswith("unreadable if_inet6 line")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=400))
+def test_the_parsers_never_raise_on_any_text(text: str) -> None:
+    inside.listeners(text)
+    inside.unsettled_inet6(text)
+
+
+def test_a_sysctl_name_becomes_its_path_under_proc_sys_and_nothing_else() -> None:
+    assert str(inside.sysctl_path("net.ipv4.ip_forward")) == "/proc/sys/net/ipv4/ip_forward"
+    assert str(inside.sysctl_path("net.ipv4.neigh.swp3.proxy_delay")) == "/proc/sys/net/ipv4/neigh/swp3/proxy_delay"
+    # an interface name with a dot keeps it, as sysctl(8) reads the name
+    assert str(inside.sysctl_path("net.ipv4.conf.eth0.100.rp_filter")) == "/proc/sys/net/ipv4/conf/eth0.100/rp_filter"
+    for bad in ("kernel.hostname", "net.ipv4.conf...x", "net.ipv4.conf.a/b.rp_filter", "net..ipv4", "net.ipv4.conf.."):
+        with pytest.raises(LabError, match="not a network sysctl"):
+            inside.sysctl_path(bad)
+
+
+@pytest.mark.parametrize("name", ["../../proc/1/ns/net", "gnab", "gnab-", "x-gpu1", "gnab-../x", "gnabcde-gpu1"])
+def test_only_a_lab_namespace_name_is_entered(name: str) -> None:
+    with pytest.raises(LabError, match="not a lab namespace name"), inside.inside(name):
+        pass
+
+
+def test_the_echo_has_a_valid_internet_checksum() -> None:
+    packet = inside._echo(0x1234, 7, b"gpunet lab ready")
+    assert inside._checksum(packet) == 0  # a correct checksum sums the whole packet to zero
+
+
+# --- as root: a namespace of this test's own ------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def namespace() -> Iterator[str]:
+    if os.geteuid() != 0:
+        pytest.skip("needs root for network namespaces (CI runs these as root)")
+    name = f"gn{lab_id('in')}-probe"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        for line in ("link set lo up", "addr add 198.18.255.1/32 dev lo"):
+            subprocess.run(["ip", "-n", name, *line.split()], check=False)
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=True)
+
+
+@pytest.mark.lab
+def test_a_sysctl_written_in_the_namespace_is_there_and_not_here(namespace: str) -> None:
+    here = open("/proc/sys/net/ipv4/ip_forward").read()  # noqa: SIM115 (a one-line read)
+    wanted = "0" if here.strip() == "1" else "1"
+    inside.write_sysctls(namespace, {"net.ipv4.ip_forward": wanted})
+    seen = subprocess.run(["ip", "netns", "exec", namespace, "sysctl", "-n", "net.ipv4.ip_forward"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    assert seen == wanted and open("/proc/sys/net/ipv4/ip_forward").read() == here  # noqa: SIM115
+    with pytest.raises(LabError, match=r"net\.ipv4\.conf\.gnnothere\.rp_filter"):
+        inside.write_sysctls(namespace, {"net.ipv4.conf.gnnothere.rp_filter": "0"})
+
+
+@pytest.mark.lab
+def test_a_listener_there_is_seen_and_one_here_is_not(namespace: str) -> None:
+    with inside.inside(namespace):
+        there = socket.socket()
+    with socket.socket() as here, there:
+        here.bind(("127.0.0.1", 0))
+        here.listen()
+        there.bind(("198.18.255.1", 22))
+        there.listen()
+        seen = inside.tcp_listeners(namespace)
+        assert ("198.18.255.1", 22) in seen and ("127.0.0.1", here.getsockname()[1]) not in seen
+
+
+@pytest.mark.lab
+def test_an_echo_is_answered_where_the_target_is_and_not_where_it_is_not(namespace: str) -> None:
+    assert inside.answers(namespace, "198.18.255.1", "198.18.255.1")
+    assert not inside.answers(namespace, "198.18.255.1", "198.18.254.9", timeout_s=0.3)  # no route: at once
+
+
+@pytest.mark.lab
+def test_threads_return_to_their_own_namespace_even_when_the_block_raises(namespace: str) -> None:
+    home = os.readlink("/proc/thread-self/ns/net")
+    seen: list[str] = []
+
+    def excursion() -> None:
+        with pytest.raises(ValueError), inside.inside(namespace):
+            seen.append(os.readlink("/proc/thread-self/ns/net"))
+            raise ValueError("in the block")
+        seen.append(os.readlink("/proc/thread-self/ns/net"))
+
+    worker = threading.Thread(target=excursion)
+    worker.start()
+    worker.join()
+    assert seen[0] != home and seen[1] == home and os.readlink("/proc/thread-self/ns/net") == home
