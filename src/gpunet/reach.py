@@ -38,6 +38,7 @@ from gpunet.lab.access import (
 from gpunet.lab.access import switch_counters as lab_switch_counters
 from gpunet.lab.ibsim import run_tool, sim_plan
 from gpunet.lab.ibsim_topology import SIM_SPEED_CAP
+from gpunet.lab.lldp_lab import ensure_lldp
 from gpunet.lab.state import LabState, check_id, lab_dir, read_state
 from gpunet.model.io import read_plan
 from gpunet.model.nodeset import describe
@@ -235,6 +236,12 @@ class Reach:
         return apply_paths(self.lab or "")
 
     # ------------------------------------------------------------------ the fabric's own devices
+
+    def lldp_running(self) -> None:
+        """Before LLDP is read: a lab starts its lldpd now if `lab up` did not (lab/lldp_lab.py) and
+        returns once every cable end has heard its neighbour; real devices run their own."""
+        if self.kind == "lab":
+            ensure_lldp(self.lab or "")
 
     def devices(self) -> dict[str, DeviceRun]:
         """The fabric's devices this reach can run a command on, by planned name: a lab's servers

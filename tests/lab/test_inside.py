@@ -1,12 +1,13 @@
-"""Looking into a lab namespace from a thread (lab/inside.py): the parsers on what Linux 6.18 wrote
-in a namespace of ours (a listener on 198.18.64.2:22, one on [::]:2222, 127.0.0.1:631; IPv6
-addresses in duplicate-address detection, then settled), and, as root, the thread's excursion
-itself: a sysctl written there and not here, sockets seen there, an echo answered or not."""
+"""Looking into a lab namespace from a thread (lab/inside.py): the parsers on what Linux 6.18
+answered in namespaces of ours (sock_diag's listeners; IPv6 addresses in duplicate-address
+detection, then settled), and, as root, the thread's excursion itself: a sysctl written there and
+not here, sockets seen there, an echo answered or not, a hostname pinned."""
 
 from __future__ import annotations
 
 import os
 import socket
+import struct
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -19,16 +20,20 @@ from gpunet.errors import LabError
 from gpunet.lab import inside
 from tests.labs import lab_id
 
-PROC_NET_TCP = """\
-  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 024012C6:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 37117522 1 000000006e60ade9 100 0 0 10 0
-   1: 0100007F:0277 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 37117524 1 0000000046e891b0 100 0 0 10 0
-   2: 024012C6:0016 034012C6:C1F2 01 00000000:00000000 02:000A6E82 00000000     0        0 37117530 2 0000000011e8a1b0 20 4 30 10 -1
-"""  # noqa: E501 (the last line: an established connection, added from the same kernel's format)
-PROC_NET_TCP6 = """\
-  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 00000000000000000000000000000000:08AE 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 37117523 1 0000000096048615 100 0 0 10 0
-"""  # noqa: E501
+# sock_diag's answers to `_listeners_request` in a namespace with listeners on 198.18.255.1:22,
+# 127.0.0.1:631 and [::]:2222, and a connection to the first (recorded on Linux 6.18: the dump of
+# listeners holds no connection)
+DIAG_INET = bytes.fromhex(
+    "7c00000014000200010000009c560000020a0000027700007f0000010000000000000000000000000000000000000000000000"
+    "000000000000000000e89c00000000000000000000000000008000000000000000f65f3b02050008000000000008000f000000"
+    "00000c001500010000000000000006001600520000007c00000014000200010000009c560000020a000000160000c612ff0100"
+    "00000000000000000000000000000000000000000000000000000000000000e99c000000000000000000000100000080000000"
+    "00000000f35f3b02050008000000000008000f00000000000c001500010000000000000006001600520000001400000003000200"
+    "010000009c56000000000000")
+DIAG_INET6 = bytes.fromhex(
+    "8400000014000200010000009c5600000a0a000008ae000000000000000000000000000000000000000000000000000000000000"
+    "0000000000000000ea9c00000000000000000000000000008000000000000000f45f3b02050008000000000005000b0000000000"
+    "08000f00000000000c001500010000000000000006001600120000001400000003000200010000009c56000000000000")
 IF_INET6_SETTLING = """\
 fe80000000000000d89c87fffe880cbc 02 40 20 c0     gnc0
 20010db8000000000000000000000007 02 40 00 c0     gnc0
@@ -37,10 +42,17 @@ fe80000000000000d89c87fffe880cbc 02 40 20 c0     gnc0
 IF_INET6_SETTLED = IF_INET6_SETTLING.replace(" c0 ", " 80 ")
 
 
-def test_listening_sockets_are_read_with_their_addresses_in_network_order() -> None:
-    assert inside.listeners(PROC_NET_TCP) == {("198.18.64.2", 22), ("127.0.0.1", 631)}  # not the connection
-    assert inside.listeners(PROC_NET_TCP6) == {("::", 2222)}
-    assert inside.listeners("") == set() and inside.listeners("header only\n") == set()
+def test_listening_sockets_are_read_from_the_kernels_own_answer() -> None:
+    assert inside.diag_listeners(DIAG_INET) == {("198.18.255.1", 22), ("127.0.0.1", 631)}
+    assert inside.diag_listeners(DIAG_INET6) == {("::", 2222)}
+    assert inside.diag_listeners(b"") == set()
+    assert inside.diag_listeners(DIAG_INET[:100]) == set()  # a record cut short is no listener
+
+
+def test_an_error_answer_is_an_error_not_an_empty_namespace() -> None:
+    refused = struct.pack("=IHHIIi", 36, 2, 0, 1, 0, -1) + bytes(16)  # NLMSG_ERROR, EPERM
+    with pytest.raises(LabError, match="sock_diag refused the dump: Operation not permitted"):
+        inside.diag_listeners(refused)
 
 
 def test_addresses_in_duplicate_address_detection_are_unsettled_then_settled() -> None:
@@ -60,10 +72,13 @@ def test_an_address_line_of_another_shape_is_looked_at_again_never_taken_as_sett
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.text(max_size=400))
-def test_the_parsers_never_raise_on_any_text(text: str) -> None:
-    inside.listeners(text)
+@given(st.text(max_size=400), st.binary(max_size=400))
+def test_the_parsers_never_raise_on_any_input(text: str, answer: bytes) -> None:
     inside.unsettled_inet6(text)
+    try:
+        inside.diag_listeners(answer)
+    except LabError as exc:  # an error message with a non-zero code: said, never a crash
+        assert "sock_diag refused" in str(exc)
 
 
 def test_a_sysctl_name_becomes_its_path_under_proc_sys_and_nothing_else() -> None:

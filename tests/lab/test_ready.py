@@ -262,7 +262,7 @@ def test_the_timing_line_says_how_long_readiness_took_and_per_condition() -> Non
 
 def test_readiness_is_kept_in_the_state_and_shown_by_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GPUNET_LAB_ROOT", str(tmp_path))
-    state = _state(build_blueprint(small_plan(), "q", 0), 0, "digest", 1.0, "up")
+    state = _state(build_blueprint(small_plan(), "q", 0), 0, "digest", 1.0, "up", lldp=True)
     write_state(state.model_copy(update={"readiness": READINESS}))
     read = read_state("q")
     assert read is not None and read.readiness == READINESS
@@ -280,7 +280,7 @@ def test_readiness_is_kept_in_the_state_and_shown_by_status(tmp_path: Path, monk
 def test_a_state_written_before_readiness_was_recorded_still_reads(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GPUNET_LAB_ROOT", str(tmp_path))
-    write_state(_state(build_blueprint(small_plan(), "q", 0), 0, "digest", 1.0, "up"))
+    write_state(_state(build_blueprint(small_plan(), "q", 0), 0, "digest", 1.0, "up", lldp=False))
     path = tmp_path / "q" / "state.json"
     body = json.loads(path.read_text())
     body.pop("readiness", None)

@@ -19,7 +19,6 @@ import pytest
 
 from gpunet.design import design
 from gpunet.lab.build import LAB_PLAN, lab_down, lab_up
-from gpunet.lab.lldpd import lldpd_available
 from gpunet.lab.state import LabState, lab_dir
 from gpunet.model.plan import Plan
 from gpunet.spec.examples import example_text
@@ -64,7 +63,7 @@ def doctor_fails(lab: str, server: str) -> tuple[float, list[str]]:
 
 def check_readiness(state: LabState) -> None:
     assert state.readiness is not None
-    expected = {"addresses", "sshd", "routes"} | ({"lldp"} if lldpd_available() else set()) | (
+    expected = {"addresses", "sshd", "routes"} | ({"lldp"} if state.lldp else set()) | (
         {"bgp"} if state.routing == "frr" else set())
     assert set(state.readiness.conditions) == expected
     assert all(t.checked > 0 and t.ready_s <= state.readiness.ready_s for t in state.readiness.conditions.values())
@@ -75,8 +74,9 @@ def one_cycle(plan: Plan, cycle: int) -> tuple[bool, str]:
     lab = LABS[cycle % len(LABS)]
     started = time.monotonic()
     try:
-        # every other lab routed by FRR (where installed): both routings must be judged-ready at once
-        state = lab_up(plan, lab, max_nodes=8, routing=None if cycle % 2 else "static")
+        # every other lab routed by FRR (where installed): both routings must be judged-ready at once;
+        # every third with lldpd started by `lab up` (--lldp), its wait for LLDP part of being ready
+        state = lab_up(plan, lab, max_nodes=8, routing=None if cycle % 2 else "static", lldp=cycle % 3 == 0)
         up_s = time.monotonic() - started
         check_readiness(state)
         servers = sorted(state.servers)

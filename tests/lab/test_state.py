@@ -26,7 +26,7 @@ LAB = "q"
 @pytest.fixture
 def state_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("GPUNET_LAB_ROOT", str(tmp_path))
-    write_state(_state(build_blueprint(small_plan(), LAB, 0), 0, "digest", 1.0, "up"))
+    write_state(_state(build_blueprint(small_plan(), LAB, 0), 0, "digest", 1.0, "up", lldp=False))
     return tmp_path / LAB / "state.json"
 
 

@@ -83,6 +83,7 @@ def _reach(source: CablingSource, plan: Path | None, user: str | None, key: Path
 
 def _observe(source: CablingSource, kind: str, plan: Plan, reached: Reach) -> Observation:
     if kind == "lab":
+        reached.lldp_running()
         tables, notes = collect.lldp_from_devices(reached.devices())
     elif kind == "nodes":
         tables, notes = collect.lldp_from_fleet(reached.runner(), reached.nodes(source.nodes or ""))

@@ -24,17 +24,19 @@ Progress = Callable[[str, int, int], None]
 
 
 def lab_up(source: Path | None, lab: str, *, max_nodes: int, scale: float, progress: Progress | None = None,
-           ready_timeout_s: float = DEFAULT_DEADLINE_S, routing: Routing | None = None) -> LabState:
+           ready_timeout_s: float = DEFAULT_DEADLINE_S, routing: Routing | None = None,
+           lldp: bool = False) -> LabState:
     """Build (or find, if already up) the lab of a plan.json or spec; idempotent. Returns once the
     lab is ready to be judged (its `readiness` says how long that took, BGP convergence included
     where switches run FRR); LabError (exit 3) naming what is not ready when `ready_timeout_s`
-    passes first. `routing` None: FRR where it is installed, else static routes."""
+    passes first. `routing` None: FRR where it is installed, else static routes. `lldp`: lldpd in
+    every namespace now (else the first `cabling check --lab` or `switch check --lab` starts it)."""
     plan = plan_of(source)
     if progress is None:
         return build.lab_up(plan, lab, max_nodes=max_nodes, scale=scale, ready_timeout_s=ready_timeout_s,
-                            routing=routing)
+                            routing=routing, lldp=lldp)
     return build.lab_up(plan, lab, max_nodes=max_nodes, scale=scale, progress=progress,
-                        ready_timeout_s=ready_timeout_s, routing=routing)
+                        ready_timeout_s=ready_timeout_s, routing=routing, lldp=lldp)
 
 
 def status(lab: str | None = None) -> list[LabState]:

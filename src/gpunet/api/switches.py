@@ -49,6 +49,7 @@ def switch_check(names: str | None, *, lab: str | None = None, plan: Path | None
     against = reach.require_plan("the plan.json (or spec) whose switches are checked, or --lab")
     runs = reach.switches(against)
     chosen = _chosen(names, against, runs)
+    reach.lldp_running()  # the checks read each switch's LLDP neighbours
     with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
         found = list(pool.map(lambda name: check_switch(against, name, _runner(runs[name])), chosen))
     unreachable = {name: findings[0].evidence for name, findings in zip(chosen, found, strict=True)

@@ -38,15 +38,20 @@ def up(
         help="frr: every switch of an eBGP plane runs FRR (zebra + bgpd) from its rendered frr.conf; static: "
              "static ECMP routes. Default: frr where FRR is installed, else static (`lab status` says which).")
     ] = None,
+    lldp: Annotated[bool, typer.Option(
+        "--lldp", help="Start lldpd in every server and switch now and wait until every cable end has heard its "
+                       "neighbour. Without it the first `cabling check --lab` or `switch check --lab` does.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Build (or find, if already up) the lab and return once it is ready to be judged: addresses
-    settled, sshd listening, LLDP heard on every cable, every BGP session Established with every
-    leaf's planned ECMP width (FRR), every server answered across each plane. Idempotent."""
+    settled, sshd listening, every BGP session Established with every leaf's planned ECMP width
+    (FRR), every server answered across each plane, and with --lldp LLDP heard on every cable.
+    Idempotent."""
     with Progress(console=stderr, transient=True) as bar:
         task = bar.add_task("lab up", total=None)
         state = labs.lab_up(source, lab_id, max_nodes=max_nodes, scale=scale, ready_timeout_s=ready_timeout,
-                            routing=routing,
+                            routing=routing, lldp=lldp,
                             progress=lambda step, done, total: bar.update(task, completed=done, total=total,
                                                                           description=step))
     _print_state(state, as_json)

@@ -8,19 +8,19 @@ import shutil
 import subprocess
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from pathlib import Path
 
 from gpunet.errors import LabError, LabUsageError
 from gpunet.lab import congestion
 from gpunet.lab.access import COUNTERS_NOTE, node_argv, node_argv_for
 from gpunet.lab.addressing import LAB_RANGE
 from gpunet.lab.blueprint import Blueprint, Namespace, build_blueprint
-from gpunet.lab.frr import FrrStart, choose_routing, converged_pending, stop_frr
-from gpunet.lab.lldpd import TX_INTERVAL_S, lldpd_available, silent_ports, start_lldpd, wait_for_sockets
-from gpunet.lab.management import MANAGEMENT_PORTS
+from gpunet.lab.frr import FrrStart, await_frr, choose_routing, converged_pending, term_frr
+from gpunet.lab.inside import pin_hostname
+from gpunet.lab.lldp_lab import cabled_ports, lldp_note, lldp_started, silent_in, start_lab_lldpd
+from gpunet.lab.lldpd import lldpd_available
 from gpunet.lab.neighbours import LAB_LIMITS, raise_limits, restore_limits
 from gpunet.lab.netns import (
     existing_namespaces,
@@ -30,6 +30,7 @@ from gpunet.lab.netns import (
     set_sysctls,
     tbf_line,
     tc_batch,
+    unmount,
 )
 from gpunet.lab.ready import (
     DEFAULT_DEADLINE_S,
@@ -48,6 +49,7 @@ from gpunet.lab.ready import (
 from gpunet.lab.slice import slice_plan
 from gpunet.lab.sshd import start_sshd, write_ssh_files
 from gpunet.lab.state import (
+    ETC_NETNS,
     LAB_PLAN,
     LabState,
     Routing,
@@ -68,7 +70,6 @@ from gpunet.model.tuning import tcp_congestion
 from gpunet.runner import CommandRunner, run_local
 
 Progress = Callable[[str, int, int], None]  # (step, done, total)
-ETC_NETNS = Path("/etc/netns")
 STEP_WORKERS = 4  # per-namespace commands at once while a lab is built
 
 
@@ -79,18 +80,20 @@ def _silent(step: str, done: int, total: int) -> None:
 def lab_up(
     plan: Plan, lab_id: str, *, max_nodes: int = 16, scale: float = 1.0,
     run: CommandRunner = run_local, progress: Progress = _silent, ready_timeout_s: float = DEFAULT_DEADLINE_S,
-    routing: Routing | None = None,
+    routing: Routing | None = None, lldp: bool = False,
 ) -> LabState:
     """Build the (sliced) plan in namespaces and return once it is ready to be judged (lab/ready.py),
     or raise LabNotReady when `ready_timeout_s` passes first; idempotent for the same plan and id.
-    `routing`: FRR in the switches of eBGP planes, or static routes; None: FRR where it is installed."""
+    `routing`: FRR in the switches of eBGP planes, or static routes; None: FRR where it is installed.
+    `lldp`: lldpd in every namespace now, every cable end heard before this returns (else the first
+    LLDP reader starts it: lab/lldp_lab.py)."""
     check_id(lab_id)
     check_sizes(max_nodes, scale)
     check_deadline(ready_timeout_s)
     _require_root()
     with lab_lock(lab_id):
         return _up(plan, lab_id, max_nodes=max_nodes, scale=scale, run=run, progress=progress,
-                   deadline_s=ready_timeout_s, routing=routing)
+                   deadline_s=ready_timeout_s, routing=routing, lldp=lldp and lldpd_available())
 
 
 MAX_SCALE = 1000.0  # Mbit/s per plan Gbit/s: 400G at 400 Gbit/s is past what veths carry anyway
@@ -120,7 +123,7 @@ def _require_root() -> None:
 
 def _up(
     plan: Plan, lab_id: str, *, max_nodes: int, scale: float, run: CommandRunner, progress: Progress,
-    deadline_s: float, routing: Routing | None,
+    deadline_s: float, routing: Routing | None, lldp: bool,
 ) -> LabState:
     sliced = slice_plan(plan, max_nodes)
     digest = plan_digest(sliced)
@@ -130,7 +133,7 @@ def _up(
             raise LabError(f"lab {lab_id} is up with another plan; `gpunet lab down --id {lab_id}` first")
         if routing is not None and current.routing != routing:
             raise LabError(f"lab {lab_id} is up with {current.routing} routing; `gpunet lab down --id {lab_id}` first")
-        return current
+        return lldp_started(current, deadline_s) if lldp else current
     if current is not None:
         _down(lab_id, run)  # a half-built lab from a crash: start clean
     chosen, routing_note = choose_routing(routing)
@@ -140,10 +143,10 @@ def _up(
         blueprint.notes.append(routing_note if blueprint.frr_confs or chosen == "static" else NO_BGP_NOTE)
         _refuse_foreign(blueprint, run)
         _forget_stale_names(lab_id)
-        state = _state(blueprint, slot, digest, scale, "building")
+        state = _state(blueprint, slot, digest, scale, "building", lldp=lldp)
         write_state(state)  # before anything exists, so `down` can always find what to remove
     (lab_dir(lab_id) / LAB_PLAN).write_text(blueprint.lab_plan.model_dump_json(indent=1))
-    readiness = _create(blueprint, run, progress, deadline_s)
+    readiness = _create(blueprint, run, progress, deadline_s, lldp)
     state = state.model_copy(update={"status": "up", "readiness": readiness})
     write_state(state)
     return state
@@ -171,18 +174,19 @@ def _forget_stale_names(lab_id: str) -> None:
             shutil.rmtree(entry, ignore_errors=True)
 
 
-def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str) -> LabState:
+def _state(bp: Blueprint, slot: int, digest: str, scale: float, status: str, *, lldp: bool) -> LabState:
     return LabState(
         lab_id=bp.lab_id, slot=slot, status=status, plan_digest=digest, block=str(bp.block),
         host_if=bp.host_if, host_address=str(bp.host_address), mgmt_subnet=str(bp.mgmt_subnet),
         namespaces={n.name: n.kind for n in bp.namespaces},
         servers={n.device: n.name for n in bp.namespaces if n.kind == "server"},
         mgmt_addresses=bp.mgmt_addresses, address_map=bp.address_map,
-        veths=tuple(bp.veths), notes=(*bp.notes, _lldp_note(), COUNTERS_NOTE, NEIGHBOURS_NOTE, CONGESTION_NOTE),
+        veths=tuple(bp.veths), notes=(*bp.notes, lldp_note(lldp), COUNTERS_NOTE, NEIGHBOURS_NOTE, CONGESTION_NOTE),
         scale_mbit_per_gbit=scale,
         routes={n.name: tuple(c for c in n.commands if c.startswith("route ")) for n in bp.namespaces},
         addresses={n.name: tuple(c for c in n.commands if c.startswith("addr add ")) for n in bp.namespaces},
         routing=bp.routing, switch_mgmt=bp.switch_mgmt, host_links=tuple(v.a_if for v in bp.host_links),
+        lldp=lldp,
     )
 
 
@@ -198,14 +202,7 @@ CONGESTION_NOTE = ("while a lab is up its servers may set the Plan's TCP congest
                    "host's list)")
 
 
-def _lldp_note() -> str:
-    if lldpd_available():
-        return (f"lldpd in every server and switch (LLDP every {TX_INTERVAL_S} s): `gpunet cabling check --lab ID` "
-                "reads it")
-    return "no LLDP: lldpd is not installed (Debian package lldpd), so `cabling check --lab` has nothing to read"
-
-
-def _create(bp: Blueprint, run: CommandRunner, progress: Progress, deadline_s: float) -> Readiness:
+def _create(bp: Blueprint, run: CommandRunner, progress: Progress, deadline_s: float, lldp: bool) -> Readiness:
     """Everything the blueprint names, then the wait until it is ready; how long each took."""
     started = time.monotonic()
     frr = FrrStart(lab_dir(bp.lab_id), bp.frr_confs)
@@ -219,9 +216,9 @@ def _create(bp: Blueprint, run: CommandRunner, progress: Progress, deadline_s: f
         ("proxy ARP", lambda: _proxy_arp_now(bp)),
         ("shaping", lambda: _shape(bp, run)),
         ("host route", lambda: _host_side(bp, run)),  # under labs_lock: what the labs share
-        ("names", lambda: _names(bp, run)),
+        ("names", lambda: _names(bp)),
         ("sshd", lambda: _sshd(bp, run)),
-        ("lldpd", lambda: _lldpd(bp)),
+        ("lldpd", lambda: start_lab_lldpd(bp.lab_id, {n.name: n.kind for n in bp.namespaces}) if lldp else None),
         ("FRR started", frr.join),
     ]
     for done, (name, step) in enumerate(steps):
@@ -229,14 +226,14 @@ def _create(bp: Blueprint, run: CommandRunner, progress: Progress, deadline_s: f
         step()
     built_s = time.monotonic() - started
     progress("waiting until ready", len(steps), len(steps) + 1)
-    conditions = _wait_ready(bp, run, deadline_s)
+    conditions = _wait_ready(bp, deadline_s, lldp)
     progress("up", len(steps) + 1, len(steps) + 1)
     return Readiness(built_s=round(built_s, 3), ready_s=round(time.monotonic() - started - built_s, 3),
                      conditions=conditions)
 
 
-def _wait_ready(bp: Blueprint, run: CommandRunner, deadline_s: float) -> dict[ConditionName, ConditionTiming]:
-    """Addresses settled, sshd listening, LLDP heard on every cable end (where lldpd runs) and a
+def _wait_ready(bp: Blueprint, deadline_s: float, lldp: bool) -> dict[ConditionName, ConditionTiming]:
+    """Addresses settled, sshd listening, LLDP heard on every cable end (with lldp) and a
     ping per server and plane answered; a clear error naming what is not, once the deadline passes."""
     servers = {n.device: n.name for n in bp.namespaces if n.kind == "server"}
     view = LabView(
@@ -244,12 +241,11 @@ def _wait_ready(bp: Blueprint, run: CommandRunner, deadline_s: float) -> dict[Co
         sshd={node: (ns, bp.mgmt_addresses[node]) for node, ns in servers.items() if node in bp.mgmt_addresses}
         | {ns.device: (ns.name, bp.switch_mgmt[ns.device]) for ns in bp.namespaces
            if ns.kind != "server" and ns.device in bp.switch_mgmt},
-        lldp_ports=_lldp_ports(bp) if lldpd_available() else {},
+        lldp_ports=cabled_ports(bp.veths) if lldp else {},
         pings=[(servers[p.node], p) for p in far_side_pings(bp.lab_plan, list(servers))],
     )
     with ThreadPoolExecutor(max_workers=PARALLEL) as pool:
-        def lldp_silent(ports: Mapping[str, set[str]]) -> list[str]:
-            return silent_ports(ports, lambda ns: _prefix(bp, ns), pool)
+        lldp_silent = silent_in(bp.lab_id, {n.name: n.kind for n in bp.namespaces}, pool)
         try:
             return wait_ready(_with_bgp(lab_conditions(view, InNamespaces(), pool, lldp_silent), bp, pool), deadline_s)
         except LabNotReady as exc:
@@ -329,14 +325,14 @@ def _host_side(bp: Blueprint, run: CommandRunner) -> None:
             check=False)
 
 
-def _names(bp: Blueprint, run: CommandRunner) -> None:
+def _names(bp: Blueprint) -> None:
     """Hostname per server (a persistent UTS namespace) and /etc/hosts (via /etc/netns)."""
     uts = lab_dir(bp.lab_id) / "uts"
     uts.mkdir(exist_ok=True)
 
     def name(ns: Namespace) -> None:
         (uts / ns.name).touch()
-        run(["unshare", f"--uts={uts / ns.name}", "hostname", ns.device])
+        pin_hostname(uts / ns.name, ns.device)
         (ETC_NETNS / ns.name).mkdir(parents=True, exist_ok=True)
         (ETC_NETNS / ns.name / "hosts").write_text(bp.hosts_file)
 
@@ -352,35 +348,6 @@ def _sshd(bp: Blueprint, run: CommandRunner) -> None:
     _in_parallel(partial(start_sshd, lab_dir(bp.lab_id), ns.device, bp.switch_mgmt[ns.device],
                          etc=ETC_NETNS / ns.name, prefix=["ip", "netns", "exec", ns.name], run=run, own_tree=False)
                  for ns in bp.namespaces if ns.kind != "server" and ns.device in bp.switch_mgmt)
-
-
-def _lldpd(bp: Blueprint) -> None:
-    """lldpd in every server and switch; the lab works without it (no LLDP, said in its notes). That
-    every cable end has heard its neighbour is one of the conditions `_wait_ready` waits for."""
-    if not lldpd_available():
-        return
-    log = lab_dir(bp.lab_id) / "lldpd.log"
-    for ns in bp.namespaces:
-        skip = MANAGEMENT_PORTS if ns.kind != "server" else ()
-        start_lldpd(ETC_NETNS / ns.name, ns.device, _prefix(bp, ns.name), log, skip=skip)
-    late = wait_for_sockets([ETC_NETNS / ns.name for ns in bp.namespaces])
-    if late:
-        raise LabError(f"lldpd did not start in {', '.join(p.name for p in late[:3])}; see {log}")
-
-
-def _lldp_ports(bp: Blueprint) -> dict[str, set[str]]:
-    """Every cable end in a lab namespace whose far end is one too (the host's side runs no lldpd)."""
-    ports: dict[str, set[str]] = defaultdict(set)
-    for v in bp.veths:
-        if v.a_ns:
-            ports[v.a_ns].add(v.a_if)
-            ports[v.b_ns].add(v.b_if)
-    return dict(ports)
-
-
-def _prefix(bp: Blueprint, ns: str) -> list[str]:
-    kind = next(n.kind for n in bp.namespaces if n.name == ns)
-    return node_argv_for(bp.lab_id, ns, []) if kind == "server" else ["ip", "netns", "exec", ns]
 
 
 def lab_exec(lab_id: str, node: str, command: Sequence[str], run: CommandRunner = run_local,
@@ -415,8 +382,10 @@ def _down(lab_id: str, run: CommandRunner) -> list[str]:
     if state is None:
         return []
     names = set(state.namespaces)
-    stop_frr(lab_dir(lab_id), names)  # by its pid files: each daemon cleans up after itself
-    kill_pids(pids_in_namespaces(names), names)  # sshd and anything `lab exec` left running
+    routers = term_frr(lab_dir(lab_id), names)  # by its pid files: each daemon cleans up after itself
+    # sshd, lldpd and anything `lab exec` left running, while the routers' daemons wind down
+    kill_pids([p for p in pids_in_namespaces(names) if p not in set(routers)], names)
+    await_frr(routers, names)
     present = sorted(names & existing_namespaces())
     ip_batch(run, (f"netns del {n}" for n in present), force=True)
     ip_batch(run, [f"link del {link}" for link in (state.host_if, *state.host_links)], force=True)
@@ -439,5 +408,5 @@ def _remove_names(state: LabState, run: CommandRunner) -> None:
     uts = lab_dir(state.lab_id) / "uts"
     for ns in state.namespaces:
         if (uts / ns).exists():
-            run(["umount", str(uts / ns)], check=False)
+            unmount(uts / ns)
         shutil.rmtree(ETC_NETNS / ns, ignore_errors=True)

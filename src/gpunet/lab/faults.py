@@ -57,14 +57,15 @@ def apply_miswire(lab_id: str, first: str, second: str, run: CommandRunner = run
         fault = miswire_fault(state, find_cable(state, first), find_cable(state, second), (first, second))
         write_state(state.model_copy(update={"faults": (*state.faults, fault)}))
         swap_far_ends(state, fault, run)
-        _await_lldp(state, fault, swapped=True)
+        await_lldp(state, fault, swapped=True)
         return fault
 
 
-def _await_lldp(state: LabState, fault: Fault, *, swapped: bool) -> None:
+def await_lldp(state: LabState, fault: Fault, *, swapped: bool) -> None:
     """Return once LLDP shows the new wiring at both named ends (lldpd hears a moved port within
-    a few seconds), so a `cabling check` right after sees the fault, not a moment in between."""
-    if not any(note.startswith("lldpd in every") for note in state.notes):
+    a few seconds), so a `cabling check` right after sees the fault, not a moment in between.
+    Nothing while the lab runs no lldpd: the first LLDP reader starts it and waits for this too."""
+    if not state.lldp:
         return
     expected = expected_neighbours(state, fault, swapped=swapped)
     wrong = wait_until_heard(expected, lambda ns: _ns_prefix(state, ns))
@@ -189,7 +190,7 @@ def _heal(lab_id: str, target: str | None, run: CommandRunner) -> list[Fault]:
             continue
         if fault.kind == "miswire":
             swap_far_ends(state, fault, run)  # twice is the plan's wiring again
-            _await_lldp(state, fault, swapped=False)
+            await_lldp(state, fault, swapped=False)
             continue
         for ns, dev in _ends(cable):
             _undo_end(ns, dev, _as_built(state, ns, cable), kind=fault.kind, routes=state.routes, run=run)

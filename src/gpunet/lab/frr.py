@@ -231,9 +231,19 @@ def stop_frr(lab_dir: Path, namespaces: set[str]) -> None:
     """Stop every daemon started for the lab, by the PIDs in its pid files, each first checked to be
     an FRR daemon in one of `namespaces`: SIGTERM (a daemon cleans up after itself), then SIGKILL
     for any still there."""
+    await_frr(term_frr(lab_dir, namespaces), namespaces)
+
+
+def term_frr(lab_dir: Path, namespaces: set[str]) -> list[int]:
+    """SIGTERM to every daemon of these switches (see stop_frr); their PIDs, for `await_frr`."""
     pids = list(_own_daemons(lab_dir / SUBDIR, namespaces))
     for pid in pids:
         _signal(pid, signal.SIGTERM)
+    return pids
+
+
+def await_frr(pids: list[int], namespaces: set[str]) -> None:
+    """Until the daemons `term_frr` signalled are gone; SIGKILL for any still there after STOP_WAIT_S."""
     deadline = time.monotonic() + STOP_WAIT_S
     while pids and time.monotonic() < deadline:
         pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]

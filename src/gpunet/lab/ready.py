@@ -194,8 +194,7 @@ def lab_conditions(view: LabView, looks: Looks, pool: ThreadPoolExecutor,
         Condition("sshd", len(view.sshd), lambda: _not_listening(view, looks, pool)),
     ]
     if lldp_silent is not None and view.lldp_ports:
-        ports = dict(view.lldp_ports)
-        conditions.append(Condition("lldp", sum(len(p) for p in ports.values()), lambda: _silent(ports, lldp_silent)))
+        conditions.append(lldp_condition(view.lldp_ports, lldp_silent))
     pings = list(view.pings)
     conditions.append(Condition("routes", len(pings), lambda: _unanswered(pings, looks, pool)))
     return conditions
@@ -212,6 +211,14 @@ def _not_listening(view: LabView, looks: Looks, pool: ThreadPoolExecutor) -> lis
     found = pool.map(lambda item: looks.listening(item[1][0]), servers)
     return [f"{node} ({address}:{SSH_PORT})" for (node, (_, address)), sockets in zip(servers, found, strict=True)
             if not sshd_listens(sockets, address)]
+
+
+def lldp_condition(ports: Mapping[str, set[str]],
+                   lldp_silent: Callable[[Mapping[str, set[str]]], list[str]]) -> Condition:
+    """Every port listed (namespace -> interfaces) has heard a neighbour (`lldp_silent` names the
+    silent ones as "namespace:interface")."""
+    held = {ns: set(interfaces) for ns, interfaces in ports.items()}
+    return Condition("lldp", sum(len(p) for p in held.values()), lambda: _silent(held, lldp_silent))
 
 
 def _silent(ports: dict[str, set[str]], lldp_silent: Callable[[Mapping[str, set[str]]], list[str]]) -> list[str]:

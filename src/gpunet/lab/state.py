@@ -104,6 +104,11 @@ class LabState(Frozen):
     # host's own ports on the switches' management plane (gone with `down`).
     switch_mgmt: dict[Hostname, AddressText] = Field(default_factory=dict)
     host_links: tuple[PortName, ...] = ()
+    # lldpd runs in every namespace (`lab up --lldp`, or started by the first LLDP reader: lab/lldp_lab.py)
+    lldp: bool = False
+
+
+ETC_NETNS = Path("/etc/netns")  # `ip netns exec` mounts /etc/netns/<ns>/* over /etc/*
 
 
 def labs_root() -> Path:
