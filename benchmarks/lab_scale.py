@@ -63,6 +63,7 @@ from gpunet.runner import run_local
 from gpunet.spec.checks import spec_problems
 
 DEFAULT_SIZES = (8, 32, 64)
+MAX_SERVERS = 512  # two tiers of 32-port switches at 1:1
 DEFAULT_RUNS = 3
 LAB_PREFIXES = {"static": "bs", "frr": "bf"}  # lab ids bs8, bfw, ...; namespaces gnbs8-..., gnbfw-...
 DIGITS36 = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -370,8 +371,8 @@ def parse_sizes(text: str) -> list[int]:
         sizes = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"sizes are comma-separated server counts, got {text!r}") from None
-    if not sizes or min(sizes) < 1 or max(sizes) > 99:
-        raise argparse.ArgumentTypeError("give server counts from 1 to 99 (lab ids are bs<size>, 4 characters)")
+    if not sizes or min(sizes) < 2 or max(sizes) > MAX_SERVERS:
+        raise argparse.ArgumentTypeError(f"give server counts from 2 to {MAX_SERVERS} (two tiers of 32-port switches)")
     return list(dict.fromkeys(sizes))
 
 

@@ -105,14 +105,23 @@ def frr_check(text: str) -> list[str]:
         shutil.rmtree(directory)
 
 
+def _dry_run(daemon: str, conf: Path) -> str:
+    """`<daemon> -C -f conf`'s output; the crash-log folder the daemon makes for itself at start
+    (/var/tmp/frr/<daemon>.<pid>, left behind by a dry run) removed after it."""
+    with subprocess.Popen([f"/usr/lib/frr/{daemon}", "-C", "-f", str(conf)], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True) as process:
+        output, _ = process.communicate(timeout=60)
+    shutil.rmtree(f"/var/tmp/frr/{daemon}.{process.pid}", ignore_errors=True)
+    return output
+
+
 def _frr_problems(conf: Path) -> list[str]:
     problems = []
     vtysh = run("vtysh", "-C", "-f", str(conf))
     if vtysh.returncode != 0:
         problems.append(f"vtysh -C exit {vtysh.returncode}: {(vtysh.stdout + vtysh.stderr).strip()[:500]}")
     for daemon in FRR_DAEMONS:
-        done = run(f"/usr/lib/frr/{daemon}", "-C", "-f", str(conf))
-        output = done.stdout + done.stderr
+        output = _dry_run(daemon, conf)
         if "can't open configuration file" in output or "failed to open configuration file" in output:
             problems.append(f"{daemon} could not read {conf}")
         problems += [f"{daemon}: {line}" for line in output.splitlines() if line.startswith("%")]

@@ -10,6 +10,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from functools import partial
 
 from gpunet.errors import LabError, LabUsageError
@@ -17,7 +18,7 @@ from gpunet.lab import congestion
 from gpunet.lab.access import COUNTERS_NOTE, node_argv, node_argv_for
 from gpunet.lab.addressing import LAB_RANGE
 from gpunet.lab.blueprint import Blueprint, Namespace, build_blueprint
-from gpunet.lab.frr import FrrStart, await_frr, choose_routing, converged_pending, term_frr
+from gpunet.lab.frr import FrrStart, await_frr, choose_routing, converged_pending, kill_frr
 from gpunet.lab.inside import pin_hostname
 from gpunet.lab.lldp_lab import cabled_ports, lldp_note, lldp_started, silent_in, start_lab_lldpd
 from gpunet.lab.lldpd import lldpd_available
@@ -262,7 +263,7 @@ def _with_bgp(conditions: list[Condition], bp: Blueprint, pool: ThreadPoolExecut
     prefix = f"gn{bp.lab_id}-"
     pending = {ns: ns.removeprefix(prefix) for ns in bp.frr_confs}
     bgp = Condition("bgp", len(pending), lambda: converged_pending(bp.lab_plan, pending, lab_dir(bp.lab_id), pool))
-    return [*conditions[:-1], bgp, conditions[-1]]
+    return [*conditions[:-1], bgp, replace(conditions[-1], needs=("bgp",))]
 
 
 def _proxy_arp_now(bp: Blueprint) -> None:
@@ -382,7 +383,7 @@ def _down(lab_id: str, run: CommandRunner) -> list[str]:
     if state is None:
         return []
     names = set(state.namespaces)
-    routers = term_frr(lab_dir(lab_id), names)  # by its pid files: each daemon cleans up after itself
+    routers = kill_frr(lab_dir(lab_id), names)  # by its pid files
     # sshd, lldpd and anything `lab exec` left running, while the routers' daemons wind down
     kill_pids([p for p in pids_in_namespaces(names) if p not in set(routers)], names)
     await_frr(routers, names)

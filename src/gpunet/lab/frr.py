@@ -10,8 +10,10 @@ directory is frr's, and the lab directory above it (and the labs' root) let the 
 through, never list (mode 0710).
 
 `lab down` stops what it started by the PIDs in those pid files, each checked to be an FRR daemon
-in one of the lab's namespaces before it is signalled; SIGTERM first, so each daemon removes its
-own crash-log folder under /var/tmp/frr."""
+in one of the lab's namespaces before it is signalled: SIGKILL (the namespaces go next, so zebra
+taking its routes out first is wasted), and the crash-log folder each daemon keeps under
+/var/tmp/frr removed. A switch restarted in place (a healed miswire) gets SIGTERM first, so its
+daemons clean up after themselves."""
 
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ SUBDIR = "frr"
 BARE = "bare.conf"  # what each daemon reads itself: nothing
 START_TIMEOUT_S = 15.0  # every daemon's pid file and zebra's socket; seconds, not minutes, even on 2 busy cores
 STOP_WAIT_S = 3.0
+CRASH_LOGS = Path("/var/tmp/frr")  # FRR 8's per-daemon folder, <daemon>.<pid>
 RECONVERGE_S = 30.0  # a session over a cable back up: FRR retries every 5 s (the rendered connect-retry)
 VTY_END = b"\0\0\0"  # a daemon ends each answer on its vty socket with three NULs and a status byte
 VTY_OK = 0
@@ -236,10 +239,22 @@ def stop_frr(lab_dir: Path, namespaces: set[str]) -> None:
 
 def term_frr(lab_dir: Path, namespaces: set[str]) -> list[int]:
     """SIGTERM to every daemon of these switches (see stop_frr); their PIDs, for `await_frr`."""
-    pids = list(_own_daemons(lab_dir / SUBDIR, namespaces))
+    pids = [pid for pid, _ in _own_daemons(lab_dir / SUBDIR, namespaces)]
     for pid in pids:
         _signal(pid, signal.SIGTERM)
     return pids
+
+
+def kill_frr(lab_dir: Path, namespaces: set[str]) -> list[int]:
+    """SIGKILL to every daemon of switches whose namespaces go next (lab down): a graceful stop
+    has zebra take every route out of a kernel table about to vanish, seconds for a 256-server
+    lab. The crash-log folder each daemon keeps (/var/tmp/frr/<daemon>.<pid>, which a stopped
+    daemon removes itself) goes too. Their PIDs, for `await_frr`."""
+    found = list(_own_daemons(lab_dir / SUBDIR, namespaces))
+    for pid, daemon in found:
+        _signal(pid, signal.SIGKILL)
+        shutil.rmtree(CRASH_LOGS / f"{daemon}.{pid}", ignore_errors=True)
+    return [pid for pid, _ in found]
 
 
 def await_frr(pids: list[int], namespaces: set[str]) -> None:
@@ -251,7 +266,7 @@ def await_frr(pids: list[int], namespaces: set[str]) -> None:
     kill_pids(pids, namespaces)
 
 
-def _own_daemons(root: Path, namespaces: set[str]) -> Iterable[int]:
+def _own_daemons(root: Path, namespaces: set[str]) -> Iterable[tuple[int, str]]:
     if not root.is_dir():
         return
     inodes = {(NETNS_DIR / ns).stat().st_ino for ns in namespaces if (NETNS_DIR / ns).exists()}
@@ -265,7 +280,7 @@ def _own_daemons(root: Path, namespaces: set[str]) -> Iterable[int]:
         except (OSError, ValueError):
             continue  # gone already, or not a number: nothing of ours to stop
         if comm == pid_file.stem and inode in inodes:
-            yield pid
+            yield pid, comm
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:

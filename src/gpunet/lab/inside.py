@@ -41,6 +41,7 @@ NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 TENTATIVE, DADFAILED = 0x40, 0x08  # IFA_F_* in /proc/net/if_inet6's flags column
 ICMP_ECHO, ICMP_ECHO_REPLY = 8, 0
+ECHO_TIMEOUT_S = 0.5  # a lab answers in milliseconds; one not answered yet is asked again next round
 MAX_PROC_BYTES = 1 << 22  # a lab namespace's socket or address table: a few kB; read no further
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -236,7 +237,7 @@ def namespace_unsettled(namespace: str | None, only: str | None = None) -> list[
 
 # --- one ICMP echo ---------------------------------------------------------------------------------
 
-def answers(namespace: str, source: str, target: str, timeout_s: float = 1.0) -> bool:
+def answers(namespace: str, source: str, target: str, timeout_s: float = ECHO_TIMEOUT_S) -> bool:
     """One echo from `source` (bound: the rule for its per-NIC table applies, as `ping -I address`)
     to `target` in the namespace, and whether the target answered within the timeout. A raw socket
     sees every ICMP packet of its namespace, so the answer is matched by peer, identifier and

@@ -51,11 +51,14 @@ class Readiness(Frozen):
 @dataclass(frozen=True)
 class Condition:
     """One thing a judged lab needs. `pending` looks once and names what is not ready yet ([] once it
-    holds); `checked` is how many things it looks at (namespaces, servers, ports, pings)."""
+    holds); `checked` is how many things it looks at (namespaces, servers, ports, pings); it is not
+    looked at before the conditions it `needs` hold (pings wait for BGP: each unanswered one would
+    cost its timeout, every round, while the routes are still coming)."""
 
     name: ConditionName
     checked: int
     pending: Callable[[], list[str]]
+    needs: tuple[ConditionName, ...] = ()
 
 
 class LabNotReady(LabError):
@@ -75,7 +78,8 @@ def wait_ready(conditions: Sequence[Condition], deadline_s: float, *, clock: Cal
     waiting = list(conditions)
     pending: dict[str, list[str]] = {}
     while waiting:
-        pending = {c.name: c.pending() for c in waiting}
+        pending = {c.name: c.pending() if not set(c.needs) & {w.name for w in waiting} else
+                   [f"waiting for {', '.join(c.needs)}"] for c in waiting}
         now = clock() - started
         timings |= {c.name: ConditionTiming(ready_s=round(now, 3), checked=c.checked)
                     for c in waiting if not pending[c.name]}
