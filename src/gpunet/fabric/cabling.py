@@ -72,10 +72,16 @@ class _Fabric:
         # finds its cable, at a fraction of an End's making for the millions of a 1M-GPU plan.
         self.cable_at: dict[tuple[str, str], Link] = {
             (port.device, port.port): link for link in plan.links for port in (link.a, link.b)}
-        self.seen_at: dict[End, list[Seen]] = defaultdict(list)
+        # The first link reported at each end, and any further ones apart: a list for each of
+        # the millions of ends that have one link (every end, on a healthy fabric) is most of the time.
+        self.first_at: dict[End, Seen] = {}
+        self.more_at: dict[End, list[Seen]] = defaultdict(list)
         for seen in observation.links:
-            self.seen_at[seen.a].append(seen)
-            self.seen_at[seen.b].append(seen)
+            for end in (seen.a, seen.b):  # a loop (both ends one port) is listed there twice
+                if end in self.first_at:
+                    self.more_at[end].append(seen)
+                else:
+                    self.first_at[end] = seen
         self.switches = {s.name for s in plan.switches}
         self.infiniband = {p.name for p in plan.planes if p.technology == "infiniband"}
         self.plan = plan
@@ -89,8 +95,15 @@ class _Fabric:
         return {s.name: s.plane for s in self.plan.switches} | {
             f"{n.name}:{i.name}": i.plane for n in self.plan.nodes for i in n.interfaces}
 
+    def seen_at(self, end: End) -> list[Seen]:
+        """The links reported at the end, in the order reported."""
+        first = self.first_at.get(end)
+        if first is None:
+            return []
+        return [first, *self.more_at[end]] if end in self.more_at else [first]
+
     def far(self, end: End) -> list[End]:
-        return [seen.other(end) for seen in self.seen_at.get(end, ())]
+        return [seen.other(end) for seen in self.seen_at(end)]
 
     def looked(self, end: End) -> bool:
         return end.device in self.observation.looked
@@ -132,7 +145,7 @@ def _verdict(fabric: _Fabric, link: Link) -> CableVerdict:
 
 def _direct(fabric: _Fabric, a: End, b: End) -> Seen | None:
     """The reported link of A to B, if any."""
-    for seen in fabric.seen_at.get(a, ()):
+    for seen in fabric.seen_at(a):
         if seen.other(a) == b:
             return seen
     return None

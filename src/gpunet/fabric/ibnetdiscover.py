@@ -17,8 +17,11 @@ TOOL = "ibnetdiscover"
 KINDS: dict[str, Literal["switch", "ca", "router"]] = {"Switch": "switch", "Ca": "ca", "Rt": "router"}
 # Whitespace may be lost (a terminal log turns "Switch\t41" into "Switch41"): \s* where tabs were.
 HEADER = re.compile(r'^(Switch|Ca|Rt)\s*(\d+)\s*"([^"]+)"\s*(?:#\s*"(.*)"([^"]*))?$')
-PORT = re.compile(r'^\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*"([^"]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*(?:#(.*))?$')
-RATE = re.compile(r"\b(\d{1,2})x([A-Z][A-Z0-9]*)\b")
+# A rate is a whole word: 4xNDR, 2xHDR, 1xFDR10. The port line's is the last in its comment: the greedy
+# .* before it backtracks from the line's end to the last one, in the same match as the rest.
+RATE = r"\b(\d{1,2})x([A-Z][A-Z0-9]*)\b"
+PORT = re.compile(r'^\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*"([^"]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*'
+                  rf"(?:#(?:.*{RATE})?.*)?$")
 LID = re.compile(r"\blid (\d+)")
 NOISE = re.compile(r"^(#|ibwarn|ibdebug|ibpanic|\w+=|$)")  # comments, warnings, vendid=0x.. lines
 
@@ -104,13 +107,11 @@ def _node(match: re.Match[str], number: int) -> IbNode:
 
 
 def _row(node: IbNode, match: re.Match[str], number: int) -> Row:
-    port, remote, remote_port, comment = match.groups()
+    port, remote, remote_port, width, speed = match.groups()
     port_number, remote_number = _number(port, number), _number(remote_port, number)
     if not (port_number <= node.ports and 1 <= remote_number <= 255) or (port_number == 0 and node.kind != "switch"):
         raise ParseError(TOOL, number, f"port {port_number} to {remote}[{remote_number}] is outside the node's ports")
-    rates = RATE.findall(comment) if comment else None
-    width, speed = (int(rates[-1][0]), rates[-1][1]) if rates else (None, None)
-    return node.node_id, port_number, remote, remote_number, width, speed
+    return node.node_id, port_number, remote, remote_number, int(width) if width is not None else None, speed
 
 
 def _link(row: Row) -> IbLink:
@@ -124,5 +125,6 @@ def _add_row(rows: dict[Ends, Row], row: Row) -> None:
     first showed no width)."""
     near, far = (row[0], row[1]), (row[2], row[3])
     key = (near, far) if near <= far else (far, near)
-    if key not in rows or rows[key][4] is None:
+    kept = rows.get(key)
+    if kept is None or kept[4] is None:
         rows[key] = row
