@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from functools import cached_property
 from typing import Literal
 
-from gpunet.fabric.observed import End, Observation, Seen
+from gpunet.fabric.observed import End, Observation, Seen, new_end
 from gpunet.model.base import Frozen, bulk_objects, trusted, updated
 from gpunet.model.plan import Link, Plan
 from gpunet.model.units import INFINIBAND_SPEEDS_GBPS
@@ -57,7 +57,8 @@ def cable_name(link: Link) -> str:
 
 
 def ends(link: Link) -> tuple[End, End]:
-    return End(link.a.device, link.a.port), End(link.b.device, link.b.port)
+    a, b = link.a, link.b
+    return new_end(End, (a.device, a.port)), new_end(End, (b.device, b.port))
 
 
 class _Fabric:
@@ -145,10 +146,10 @@ def _verdict(fabric: _Fabric, link: Link) -> CableVerdict:
 
 def _direct(fabric: _Fabric, a: End, b: End) -> Seen | None:
     """The reported link of A to B, if any."""
-    for seen in fabric.seen_at(a):
-        if seen.other(a) == b:
-            return seen
-    return None
+    first = fabric.first_at.get(a)
+    if first is None or first.other(a) == b:  # every end of a healthy fabric: one link, the planned one
+        return first
+    return next((seen for seen in fabric.more_at.get(a, ()) if seen.other(a) == b), None)
 
 
 def _rate(fabric: _Fabric, link: Link, seen: Seen, base: CableVerdict) -> CableVerdict:
