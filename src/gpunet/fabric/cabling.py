@@ -78,11 +78,10 @@ class _Fabric:
         self.first_at: dict[End, Seen] = {}
         self.more_at: dict[End, list[Seen]] = defaultdict(list)
         for seen in observation.links:
-            for end in (seen.a, seen.b):  # a loop (both ends one port) is listed there twice
-                if end in self.first_at:
-                    self.more_at[end].append(seen)
-                else:
-                    self.first_at[end] = seen
+            if self.first_at.setdefault(seen.a, seen) is not seen:
+                self.more_at[seen.a].append(seen)
+            if self.first_at.setdefault(seen.b, seen) is not seen or seen.b == seen.a:  # a loop: there twice
+                self.more_at[seen.b].append(seen)
         self.switches = {s.name for s in plan.switches}
         self.infiniband = {p.name for p in plan.planes if p.technology == "infiniband"}
         self.plan = plan
@@ -120,7 +119,7 @@ def check_cabling(plan: Plan, observation: Observation, planes: Iterable[str]) -
         findings = list(_findings(fabric, verdicts))
         swapped = {c for f in findings if f.kind == "swapped" for c in f.cables}
         cables = tuple(updated(v, {"verdict": "swapped"}) if v.verdict == "miswired" and name in swapped else v
-                       for name, v in verdicts.items())
+                       for name, v in verdicts.items()) if swapped else tuple(verdicts.values())
         return CablingReport(source=observation.source, planes=tuple(sorted(fabric.planes)), cables=cables,
                              findings=tuple(findings), notes=tuple(observation.notes))
 
@@ -176,14 +175,18 @@ def _findings(fabric: _Fabric, verdicts: dict[str, CableVerdict]) -> Iterator[Ca
     used: set[str] = set()
     rails = list(_off_rail(fabric))
     off_rail = {f.cables[0]: f for f in rails if f.cables}
+    # The cables to look at again, for the set lookup the loops below then need of every other one.
+    faulty = {name for name, verdict in verdicts.items() if verdict.verdict != "ok"}
     for link, name in zip(fabric.checked, fabric.names, strict=True):
-        if name in used or verdicts[name].verdict != "miswired":
+        if name not in faulty or name in used or verdicts[name].verdict != "miswired":
             continue
         finding = (_swap(fabric, link, verdicts) or _moved(fabric, link, verdicts) or _into_free_port(fabric, link)
                    or _miswired(link, verdicts[name]))
         used.update(finding.cables)
         yield _with_rails(finding, [off_rail[c] for c in finding.cables if c in off_rail])
     for link, name in zip(fabric.checked, fabric.names, strict=True):
+        if name not in faulty:
+            continue
         verdict = verdicts[name]
         if name not in used and verdict.verdict in ("missing", "speed", "width"):
             used.add(name)
@@ -298,7 +301,8 @@ def _off_rail(fabric: _Fabric) -> Iterator[CablingFinding]:
     fabric), whatever the port."""
     for seen in fabric.observation.links:
         for nic, leaf in ((seen.a, seen.b), (seen.b, seen.a)):
-            rail, leaf_rail = fabric.rail_of_nic.get(nic), fabric.rail_of_leaf.get(leaf.device)
+            leaf_rail = fabric.rail_of_leaf.get(leaf.device)  # the few leaves first: most ends are no leaf
+            rail = fabric.rail_of_nic.get(nic) if leaf_rail is not None else None
             if rail is None or leaf_rail is None or rail == leaf_rail:
                 continue
             plane = fabric.end_plane(nic)

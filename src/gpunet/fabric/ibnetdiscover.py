@@ -74,7 +74,7 @@ def _records(text: str) -> tuple[list[IbNode], dict[Ends, Row]]:
         if port := PORT.match(line):  # most lines: a header never starts with "["
             if current is None:
                 raise ParseError(TOOL, number, "a port line outside a Switch or Ca record")
-            _add_row(rows, _row(current, port, number))
+            _add_row(rows, current, port, number)
         elif header := HEADER.match(line):
             current = _node(header, number)
             nodes.append(current)
@@ -106,25 +106,21 @@ def _node(match: re.Match[str], number: int) -> IbNode:
         "ports": count, "lid": integer(lid[1], TOOL, number) if lid else None})
 
 
-def _row(node: IbNode, match: re.Match[str], number: int) -> Row:
-    port, remote, remote_port, width, speed = match.groups()
-    port_number, remote_number = _number(port, number), _number(remote_port, number)
-    if not (port_number <= node.ports and 1 <= remote_number <= 255) or (port_number == 0 and node.kind != "switch"):
-        raise ParseError(TOOL, number, f"port {port_number} to {remote}[{remote_number}] is outside the node's ports")
-    return node.node_id, port_number, remote, remote_number, int(width) if width is not None else None, speed
-
-
 def _link(row: Row) -> IbLink:
     node, port, remote, remote_port, width, speed = row
     return trusted(IbLink, LINK_FIELDS, {"node": node, "port": port, "remote": remote, "remote_port": remote_port,
                                          "width": width, "speed": speed})
 
 
-def _add_row(rows: dict[Ends, Row], row: Row) -> None:
-    """Keyed by both ends in order, so the second listing of a cable adds nothing (unless the
-    first showed no width)."""
-    near, far = (row[0], row[1]), (row[2], row[3])
+def _add_row(rows: dict[Ends, Row], node: IbNode, match: re.Match[str], number: int) -> None:
+    """The port line's cable, keyed by both ends in order, so the second listing of a cable adds
+    nothing (unless the first showed no width)."""
+    port, remote, remote_port, width, speed = match.groups()
+    port_number, remote_number = _number(port, number), _number(remote_port, number)
+    if not (port_number <= node.ports and 1 <= remote_number <= 255) or (port_number == 0 and node.kind != "switch"):
+        raise ParseError(TOOL, number, f"port {port_number} to {remote}[{remote_number}] is outside the node's ports")
+    near, far = (node.node_id, port_number), (remote, remote_number)
     key = (near, far) if near <= far else (far, near)
     kept = rows.get(key)
     if kept is None or kept[4] is None:
-        rows[key] = row
+        rows[key] = (node.node_id, port_number, remote, remote_number, int(width) if width is not None else None, speed)
