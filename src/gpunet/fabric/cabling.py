@@ -75,8 +75,8 @@ class _Fabric:
             (port.device, port.port): link for link in plan.links for port in (link.a, link.b)}
         # The first link reported at each end, and any further ones apart: a list for each of
         # the millions of ends that have one link (every end, on a healthy fabric) is most of the time.
-        self.first_at: dict[End, Seen] = {}
-        self.more_at: dict[End, list[Seen]] = defaultdict(list)
+        self.first_at: dict[tuple[str, str], Seen] = {}  # End keys, found by plain tuples too
+        self.more_at: dict[tuple[str, str], list[Seen]] = defaultdict(list)
         for seen in observation.links:
             if self.first_at.setdefault(seen.a, seen) is not seen:
                 self.more_at[seen.a].append(seen)
@@ -128,13 +128,19 @@ VERDICT_SET = {"plane", "a", "b", "verdict"}  # the fields a verdict is made wit
 
 
 def _verdict(fabric: _Fabric, link: Link) -> CableVerdict:
-    a, b = ends(link)
+    a, b = link.a, link.b
     # Built as trusted: every value is the Plan's or one of the verdicts above (a million validations at 1M GPUs).
-    base = trusted(CableVerdict, VERDICT_SET, {"plane": link.plane, "a": str(a), "b": str(b), "verdict": "ok",
-                                               "observed": ""})
-    direct = _direct(fabric, a, b)
+    base = trusted(CableVerdict, VERDICT_SET, {"plane": link.plane, "a": f"{a.device}:{a.port}",
+                                               "b": f"{b.device}:{b.port}", "verdict": "ok", "observed": ""})
+    direct = _direct(fabric, (a.device, a.port), (b.device, b.port))  # plain tuples, as cable_at's keys
     if direct is not None:
         return _rate(fabric, link, direct, base)
+    return _not_seen(fabric, link, base)
+
+
+def _not_seen(fabric: _Fabric, link: Link, base: CableVerdict) -> CableVerdict:
+    """A cable the fabric does not show between its planned ends: missing, unchecked, unknown or miswired."""
+    a, b = ends(link)
     far_a, far_b = fabric.far(a), fabric.far(b)
     if not far_a and not far_b:
         return updated(base, {"verdict": "missing" if fabric.looked(a) or fabric.looked(b) else "unchecked"})
@@ -143,7 +149,7 @@ def _verdict(fabric: _Fabric, link: Link) -> CableVerdict:
     return updated(base, {"verdict": "unknown" if unknown else "miswired", "observed": shown})
 
 
-def _direct(fabric: _Fabric, a: End, b: End) -> Seen | None:
+def _direct(fabric: _Fabric, a: tuple[str, str], b: tuple[str, str]) -> Seen | None:
     """The reported link of A to B, if any."""
     first = fabric.first_at.get(a)
     if first is None or first.other(a) == b:  # every end of a healthy fabric: one link, the planned one

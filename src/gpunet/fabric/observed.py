@@ -48,7 +48,7 @@ class Seen(NamedTuple):
     speed: str | None = None  # InfiniBand speed name
     gbps: float | None = None  # Ethernet: from LLDP's MAU type
 
-    def other(self, end: End) -> End:
+    def other(self, end: tuple[str, str]) -> End:  # an End, or the same as a plain tuple
         return self.b if end == self.a else self.a
 
 
