@@ -181,7 +181,7 @@ def _findings(fabric: _Fabric, verdicts: dict[str, CableVerdict]) -> Iterator[Ca
     used: set[str] = set()
     rails = list(_off_rail(fabric))
     off_rail = {f.cables[0]: f for f in rails if f.cables}
-    # The cables to look at again, for the set lookup the loops below then need of every other one.
+    # The cables not ok: the loops below pass every other one (all but a few) with one set lookup.
     faulty = {name for name, verdict in verdicts.items() if verdict.verdict != "ok"}
     for link, name in zip(fabric.checked, fabric.names, strict=True):
         if name not in faulty or name in used or verdicts[name].verdict != "miswired":
