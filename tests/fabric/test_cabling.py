@@ -236,6 +236,19 @@ def test_switches_with_factory_descriptions_are_named_from_their_neighbours(tiny
     assert report.findings == () and set(report.counts) == {"ok"}
 
 
+@pytest.mark.parametrize(("comment", "rate"), [
+    ('"gpu001 mlx5_0" lid 3 4xNDR', (4, "NDR")),
+    ('"gpu001 mlx5_0" 4xQDR was 2xHDR lid 3', (2, "HDR")),  # the last rate word, wherever it stands
+    ('"gpu001 mlx5_0" 1xFDR10 4xEDRs 12x3xNDR', (1, "FDR10")),  # only whole words are rates
+    ('"gpu001 4xHDR" lid 3', (4, "HDR")),
+    ('"gpu001 mlx5_0" lid 3', (None, None)),
+])
+def test_a_port_lines_rate_is_the_last_rate_word_of_its_comment(comment: str, rate: tuple[object, object]) -> None:
+    text = f'Switch\t8 "S-01"\t\t# "leaf"\n[1]\t"H-02"[1]\t\t# {comment}\n'
+    (link,) = parse_ibnetdiscover(text).links
+    assert (link.width, link.speed) == rate
+
+
 def recorded(name: str) -> str:
     return (FIXTURES / name / "output.txt").read_bytes().decode()
 

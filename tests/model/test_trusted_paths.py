@@ -7,13 +7,18 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from ipaddress import IPv4Interface, IPv4Network
+from pathlib import Path
 
 import pytest
 
 from gpunet.design.fabric import link
-from gpunet.model.base import updated
+from gpunet.fabric.cabling import VERDICT_SET, CableVerdict
+from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
+from gpunet.model.base import trusted, updated
 from gpunet.model.plan import Interface, Link, Port
 from gpunet.model.types import _as_interface, _as_network, check_subnet
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def slow_interface(value: str) -> str:
@@ -64,6 +69,21 @@ def test_an_updated_interface_is_the_copied_one() -> None:
     fast, slow = updated(iface, change), iface.model_copy(update=change)
     assert fast == slow and fast.model_dump_json() == slow.model_dump_json()
     assert fast.__getstate__() == slow.__getstate__()
+
+
+def test_the_ibnetdiscover_parsers_models_are_the_validated_ones() -> None:
+    """Nodes and links the parser builds as trusted (it checked and typed every value) are what
+    validating the same values builds, down to the fields set; so is a cable's verdict."""
+    text = (FIXTURES / "ibnetdiscover" / "ufm-sdk-lab-mixed-fdr-fdr10-edr-hdr-full" / "output.txt").read_text()
+    topology = parse_ibnetdiscover(text)
+    assert topology.nodes and topology.links
+    for model in [*topology.nodes, *topology.links]:
+        validated = type(model).model_validate(model.model_dump())
+        assert model == validated and model.__getstate__() == validated.__getstate__()
+    verdict = trusted(CableVerdict, VERDICT_SET, {"plane": "compute", "a": "gpu001:ib0", "b": "comp-leaf001:1",
+                                                  "verdict": "ok", "observed": ""})
+    slow = CableVerdict(plane="compute", a="gpu001:ib0", b="comp-leaf001:1", verdict="ok")
+    assert verdict == slow and verdict.__getstate__() == slow.__getstate__()
 
 
 def test_a_canonical_network_is_taken_as_the_slow_path_takes_it() -> None:

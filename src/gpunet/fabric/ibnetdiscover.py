@@ -11,14 +11,17 @@ from typing import Literal
 
 from gpunet.errors import ParseError
 from gpunet.files.inputs import integer
-from gpunet.model.base import Frozen
+from gpunet.model.base import Frozen, bulk_objects, trusted
 
 TOOL = "ibnetdiscover"
 KINDS: dict[str, Literal["switch", "ca", "router"]] = {"Switch": "switch", "Ca": "ca", "Rt": "router"}
 # Whitespace may be lost (a terminal log turns "Switch\t41" into "Switch41"): \s* where tabs were.
 HEADER = re.compile(r'^(Switch|Ca|Rt)\s*(\d+)\s*"([^"]+)"\s*(?:#\s*"(.*)"([^"]*))?$')
-PORT = re.compile(r'^\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*"([^"]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*(?:#(.*))?$')
-RATE = re.compile(r"\b(\d{1,2})x([A-Z][A-Z0-9]*)\b")
+# A rate is a whole word: 4xNDR, 2xHDR, 1xFDR10. The port line's is the last in its comment: the greedy
+# .* before it backtracks from the line's end to the last one, in the same match as the rest.
+RATE = r"\b(\d{1,2})x([A-Z][A-Z0-9]*)\b"
+PORT = re.compile(r'^\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*"([^"]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?\s*'
+                  rf"(?:#(?:.*{RATE})?.*)?$")
 LID = re.compile(r"\blid (\d+)")
 NOISE = re.compile(r"^(#|ibwarn|ibdebug|ibpanic|\w+=|$)")  # comments, warnings, vendid=0x.. lines
 
@@ -47,53 +50,77 @@ class IbTopology(Frozen):
     links: tuple[IbLink, ...]  # one per cable
 
 
+Row = tuple[str, int, str, int, int | None, str | None]  # an IbLink's fields, in order
+Ends = tuple[tuple[str, int], tuple[str, int]]
+NODE_FIELDS, LINK_FIELDS = set(IbNode.model_fields), set(IbLink.model_fields)
+
+
 def parse_ibnetdiscover(text: str) -> IbTopology:
     """Lines around the records (a terminal log's banner and prompt) are skipped; inside a record
     (from its header to the next blank line) every line must be understood."""
+    with bulk_objects():  # a 1M-GPU fabric is 10^6 nodes and 10^6 links: no collector passes over them
+        nodes, rows = _records(text)
+        # Every value of a row was checked and typed by the parser (the regexes, _number, the port
+        # bounds): pydantic's validation would re-check only the types the parser gave them.
+        return IbTopology(nodes=tuple(nodes), links=tuple(_link(row) for row in rows.values()))
+
+
+def _records(text: str) -> tuple[list[IbNode], dict[Ends, Row]]:
     nodes: list[IbNode] = []
-    links: dict[tuple[tuple[str, int], tuple[str, int]], IbLink] = {}
+    rows: dict[Ends, Row] = {}
     current: IbNode | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
-        if header := HEADER.match(line):
-            current = _node(header, number)
-            nodes.append(current)
-        elif port := PORT.match(line):
+        if port := PORT.match(line):  # most lines: a header never starts with "["
             if current is None:
                 raise ParseError(TOOL, number, "a port line outside a Switch or Ca record")
-            _add_link(links, _link(current, port, number))
+            _add_row(rows, current, port, number)
+        elif header := HEADER.match(line):
+            current = _node(header, number)
+            nodes.append(current)
         elif not line:
             current = None
         elif current is not None and not NOISE.match(line):
             raise ParseError(TOOL, number, f"not an ibnetdiscover line: {line[:80]!r}")
     if not nodes:
         raise ParseError(TOOL, 1, "no Switch or Ca record")
-    return IbTopology(nodes=tuple(nodes), links=tuple(links.values()))
+    return nodes, rows
+
+
+def _number(digits: str, number: int) -> int:
+    """integer(), without its regex for what it would always accept: a few ASCII digits (the
+    regexes' \\d also takes other scripts' digits, which integer() refuses)."""
+    if len(digits) <= 3 and digits.isascii():
+        return int(digits)
+    return integer(digits, TOOL, number)
 
 
 def _node(match: re.Match[str], number: int) -> IbNode:
     kind, ports, node_id, description, rest = match.groups()
-    count = integer(ports, TOOL, number)
+    count = _number(ports, number)
     if not 1 <= count <= 255:
         raise ParseError(TOOL, number, f"{ports[:20]} ports: a node has 1 to 255")
     lid = LID.search(rest or "")
-    return IbNode(kind=KINDS[kind], node_id=node_id, description=description if description is not None else node_id,
-                  ports=count, lid=integer(lid[1], TOOL, number) if lid else None)
+    return trusted(IbNode, NODE_FIELDS, {
+        "kind": KINDS[kind], "node_id": node_id, "description": description if description is not None else node_id,
+        "ports": count, "lid": integer(lid[1], TOOL, number) if lid else None})
 
 
-def _link(node: IbNode, match: re.Match[str], number: int) -> IbLink:
-    port, remote, remote_port = integer(match[1], TOOL, number), match[2], integer(match[3], TOOL, number)
-    comment = match[4] or ""
-    if not (port <= node.ports and 1 <= remote_port <= 255) or (port == 0 and node.kind != "switch"):
-        raise ParseError(TOOL, number, f"port {port} to {remote}[{remote_port}] is outside the node's ports")
-    rates = RATE.findall(comment)
-    width, speed = (int(rates[-1][0]), rates[-1][1]) if rates else (None, None)
-    return IbLink(node=node.node_id, port=port, remote=remote, remote_port=remote_port, width=width, speed=speed)
+def _link(row: Row) -> IbLink:
+    node, port, remote, remote_port, width, speed = row
+    return trusted(IbLink, LINK_FIELDS, {"node": node, "port": port, "remote": remote, "remote_port": remote_port,
+                                         "width": width, "speed": speed})
 
 
-def _add_link(links: dict[tuple[tuple[str, int], tuple[str, int]], IbLink], link: IbLink) -> None:
-    """Keyed by both ends in order, so the second listing of a cable adds nothing."""
-    ends = (link.node, link.port), (link.remote, link.remote_port)
-    key = (min(ends), max(ends))
-    if key not in links or links[key].width is None:
-        links[key] = link
+def _add_row(rows: dict[Ends, Row], node: IbNode, match: re.Match[str], number: int) -> None:
+    """The port line's cable, keyed by both ends in order, so the second listing of a cable adds
+    nothing (unless the first showed no width)."""
+    port, remote, remote_port, width, speed = match.groups()
+    port_number, remote_number = _number(port, number), _number(remote_port, number)
+    if not (port_number <= node.ports and 1 <= remote_number <= 255) or (port_number == 0 and node.kind != "switch"):
+        raise ParseError(TOOL, number, f"port {port_number} to {remote}[{remote_number}] is outside the node's ports")
+    near, far = (node.node_id, port_number), (remote, remote_number)
+    key = (near, far) if near <= far else (far, near)
+    kept = rows.get(key)
+    if kept is None or kept[4] is None:
+        rows[key] = (node.node_id, port_number, remote, remote_number, int(width) if width is not None else None, speed)

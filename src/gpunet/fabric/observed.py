@@ -5,21 +5,27 @@ marked unknown, so a cable to them is "cannot tell", not a wrong cable."""
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 from gpunet.fabric.ibnetdiscover import IbNode, IbTopology
+from gpunet.model.base import bulk_objects
 from gpunet.model.plan import Link, Plan
 from gpunet.probe.lldp import LldpNeighbor
 
 UNKNOWN = "?"  # prefix of a device name the Plan does not have
 TRAILING_NUMBER = re.compile(r"(?<![0-9])([0-9]{1,4})$")  # swp33, Ethernet33, Eth1/33, p33 -> 33
 MELLANOX_DESCRIPTION = re.compile(r"^MF0;([^:]+):")  # "MF0;leaf01:MQM9700/U1"
+new_end = tuple.__new__  # new_end(End, (device, port)): see End
 
 
 class End(NamedTuple):
+    """A device's port. Made as new_end(End, (device, port)) where there are millions: the same tuple
+    without the Python-level __new__ of a named tuple, half the time."""
+
     device: str
     port: str
 
@@ -31,9 +37,10 @@ class End(NamedTuple):
         return not self.device.startswith(UNKNOWN)
 
 
-@dataclass(frozen=True)
-class Seen:
-    """One link the fabric reported; width and speed where the tool tells them."""
+class Seen(NamedTuple):
+    """One link the fabric reported; width and speed where the tool tells them. A named tuple,
+    as End: a frozen dataclass takes three times as long to make, for each of a 1M-GPU fabric's
+    10^6 links."""
 
     a: End
     b: End
@@ -41,7 +48,7 @@ class Seen:
     speed: str | None = None  # InfiniBand speed name
     gbps: float | None = None  # Ethernet: from LLDP's MAU type
 
-    def other(self, end: End) -> End:
+    def other(self, end: tuple[str, str]) -> End:  # an End, or the same as a plain tuple
         return self.b if end == self.a else self.a
 
 
@@ -67,8 +74,14 @@ class Names:
         self.interfaces = {n.name: {i.name for i in n.interfaces} for n in plan.nodes}
         self.hcas = {(n.name, i.hca): i.name for n in plan.nodes for i in n.interfaces if i.hca}
         self.lower = {name.lower(): name for name in [*self.switch_radix, *self.interfaces]}
-        self.planned_far = {End(a.device, a.port): End(b.device, b.port)
-                            for link in plan.links for a, b in ((link.a, link.b), (link.b, link.a))}
+        self._plan = plan
+
+    @cached_property
+    def planned_far(self) -> dict[End, End]:
+        """Only for switches to be named by their neighbours: built when the first is met (two
+        tuples a cable, millions in a 1M-GPU plan, and a fabric with its names set needs none)."""
+        return {End(a.device, a.port): End(b.device, b.port)
+                for link in self._plan.links for a, b in ((link.a, link.b), (link.b, link.a))}
 
     def device(self, reported: str | None) -> str | None:
         if not reported:
@@ -108,10 +121,15 @@ def _lldp_remote(names: Names, neighbour: LldpNeighbor) -> End:
 
 
 def from_ibnetdiscover(plan: Plan, topology: IbTopology) -> Observation:
+    with bulk_objects():  # a 1M-GPU fabric's 10^6 links: no collector passes over them as they are built
+        return _from_ibnetdiscover(plan, topology)
+
+
+def _from_ibnetdiscover(plan: Plan, topology: IbTopology) -> Observation:
     names = Names(plan)
     ends = _ib_names(names, topology)
     links = [Seen(_ib_end(ends, link.node, link.port), _ib_end(ends, link.remote, link.remote_port),
-                  width=link.width, speed=link.speed) for link in topology.links]
+                  link.width, link.speed) for link in topology.links]
     looked = {device for device, _ in ends.values() if not device.startswith(UNKNOWN)}
     unnamed = [n.description for n in topology.nodes if ends[n.node_id][0].startswith(UNKNOWN)]
     notes = [f"{len(unnamed)} node(s) whose description names no device of the plan, e.g. {unnamed[0]!r}: set "
@@ -147,13 +165,16 @@ def _learn_switches(names: Names, topology: IbTopology, found: dict[str, tuple[s
     """A switch whose description names no planned switch is the planned switch that most of its
     named neighbours are cabled to at the same port numbers, if that is most of them and no other
     switch has the name already (GUIDs are learned, not required)."""
+    unnamed = [node.node_id for node in topology.nodes
+               if node.kind == "switch" and found[node.node_id][0].startswith(UNKNOWN)]
+    if not unnamed:
+        return {}
     taken = {device for device, _ in found.values()}
     learned: dict[str, tuple[str, str | None]] = {}
-    for node in topology.nodes:
-        if node.kind != "switch" or not found[node.node_id][0].startswith(UNKNOWN):
-            continue
+    ports_of = _ports_of(topology, set(unnamed))
+    for node_id in unnamed:
         votes, named = Counter[str](), 0
-        for port, remote, remote_port in _ports_of(topology, node.node_id):
+        for port, remote, remote_port in ports_of.get(node_id, ()):
             if found.get(remote, (UNKNOWN,))[0].startswith(UNKNOWN):
                 continue
             named += 1
@@ -162,21 +183,27 @@ def _learn_switches(names: Names, topology: IbTopology, found: dict[str, tuple[s
                 votes[far.device] += 1
         best = votes.most_common(1)
         if best and best[0][1] * 2 > named and best[0][0] not in taken:
-            learned[node.node_id] = (best[0][0], None)
+            learned[node_id] = (best[0][0], None)
             taken.add(best[0][0])
     return learned
 
 
-def _ports_of(topology: IbTopology, node_id: str) -> list[tuple[int, str, int]]:
-    """(port, remote node, remote port) of every link at the node."""
-    return [(link.port, link.remote, link.remote_port) if link.node == node_id else
-            (link.remote_port, link.node, link.port)
-            for link in topology.links if node_id in (link.node, link.remote)]
+def _ports_of(topology: IbTopology, node_ids: set[str]) -> dict[str, list[tuple[int, str, int]]]:
+    """(port, remote node, remote port) of every link at each of the nodes, in the links' order:
+    one pass over the links for all of them (one per node is quadratic on an unnamed fabric)."""
+    ports: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
+    for link in topology.links:
+        if link.node in node_ids:
+            ports[link.node].append((link.port, link.remote, link.remote_port))
+        if link.remote in node_ids and link.remote != link.node:  # a loop is one link at its node
+            ports[link.remote].append((link.remote_port, link.node, link.port))
+    return ports
 
 
 def _ib_end(ends: dict[str, tuple[str, str | None]], node_id: str, port: int) -> End:
     """An HCA's port 1 is its planned interface (ib3); a second port is named interface/port."""
-    device, hca_interface = ends.get(node_id, (UNKNOWN + node_id, None))
+    found = ends.get(node_id)
+    device, hca_interface = found if found is not None else (UNKNOWN + node_id, None)
     if hca_interface is not None:
-        return End(device, hca_interface if port == 1 else f"{hca_interface}/{port}")
-    return End(device, str(port))
+        return new_end(End, (device, hca_interface if port == 1 else f"{hca_interface}/{port}"))
+    return new_end(End, (device, str(port)))
