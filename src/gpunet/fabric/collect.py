@@ -24,7 +24,7 @@ LLDPCLI = ("lldpcli", "-f", "json", "show", "neighbors")
 Tables = dict[str, tuple[LldpNeighbor, ...]]
 DeviceRun = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str]"]  # argv, timeout
 MAX_NEIGHBOUR_BYTES = 16 * 2**20  # lldpcli's JSON of a 128-port switch with every TLV is under 1 MiB
-MAX_IBNETDISCOVER_BYTES = 64 * 2**20  # a 12 500-server fabric's ibnetdiscover is about 25 MB
+MAX_IBNETDISCOVER_BYTES = 1 << 30  # 12 500 servers (100k GPUs): about 25 MB; 125 000 (1M GPUs): 256 MB
 
 
 def lldp_from_outputs(outputs: Mapping[str, str]) -> tuple[Tables, list[str]]:
