@@ -178,7 +178,7 @@ class _Tally:
 
     def _through(self, rows: NDArray[np.intp]) -> dict[int, list[int]]:
         through: dict[int, list[int]] = defaultdict(list)
-        for row, links in zip(rows.tolist(), self.paths[rows].tolist()):
+        for row, links in zip(rows.tolist(), self.paths[rows].tolist(), strict=True):
             crossed = [link for link in links if link != NO_LINK]
             self.width[row] = len(crossed)
             for link in crossed:
