@@ -130,37 +130,35 @@ class Ecmp:
                 up[self.index[low]].append((number, self.index[high]))
                 down[self.index[high]].append((number, self.index[low]))
         self.up, self.down = _table(up), _table(down)
-        self.label, self.leaf_label = self._labels(down)
-        top_labels = self.leaf_label[self.top]
-        self.reach = np.zeros((len(names), int(top_labels.max()) + 1), dtype=np.bool_)  # switch x top label
-        for number in range(len(names) - 1, -1, -1):  # top tier first: a switch reaches what its uplinks reach
-            if self.tier[number] == self.top:
-                self.reach[number, self.label[number]] = True
-            for _, high in up[number]:
-                self.reach[number] |= self.reach[high]
+        self.pod = self._pods(down)
+        pods = int(self.pod.max()) + 1
+        self.covers = np.zeros((len(names), pods), dtype=np.bool_)  # switch x pod: the pod is below it
+        for number in range(len(names)):  # lowest tier first: a switch covers what its downlinks cover
+            if self.tier[number] == 1:
+                self.covers[number, self.pod[down[number][0][1]]] = True
+            for _, below in down[number] if self.tier[number] > 1 else ():
+                self.covers[number] |= self.covers[below]
+        self.reach = self.covers.copy()  # switch x pod: the pod is below it or below a switch above it
+        for number in range(len(names) - 1, -1, -1):  # highest tier first
+            for _, above in up[number]:
+                self.reach[number] |= self.reach[above]
 
-    def _labels(self, down: list[list[tuple[int, int]]]) -> tuple[NDArray[np.int64], list[NDArray[np.int64]]]:
-        """Per switch, a label for the leaves below it (equal labels, equal leaves; tier by tier
-        they split the leaves, as a Clos's pods do), and per tier each leaf's label there."""
-        leaves = np.flatnonzero(self.tier == 0)
-        label = np.full(len(self.tier), -1)
-        label[leaves] = np.arange(len(leaves))
-        leaf_label = [label[leaves].copy()]
-        for level in range(1, self.top + 1):
-            interned: dict[frozenset[int], int] = {}
-            at_level = np.flatnonzero(self.tier == level)
-            for switch in at_level.tolist():
-                label[switch] = interned.setdefault(frozenset(label[low] for _, low in down[switch]), len(interned))
-            of_leaf = np.full(len(leaves), -1)
-            below = leaf_label[-1]
-            for children, number in interned.items():
-                held = np.isin(below, list(children))
-                if (of_leaf[held] != -1).any():
-                    raise SystemExit("localize_accuracy's ECMP needs a Clos: the leaves below each tier's "
-                                     "switches split into disjoint sets")
-                of_leaf[held] = number
-            leaf_label.append(of_leaf)
-        return label, leaf_label
+    def _pods(self, down: list[list[tuple[int, int]]]) -> NDArray[np.int64]:
+        """Each leaf's pod: the leaves below the same switches of the tier above (a Clos splits
+        its leaves so; the tiers above may cover any pods)."""
+        pod = np.full(len(self.tier), -1)
+        interned: dict[frozenset[int], int] = {}
+        for number in np.flatnonzero(self.tier == 1).tolist():
+            leaves = frozenset(low for _, low in down[number])
+            pod[list(leaves)] = interned.setdefault(leaves, len(interned))
+        if sum(len(leaves) for leaves in interned) != int((self.tier == 0).sum()):
+            raise SystemExit("localize_accuracy's ECMP needs a Clos: each leaf below the spines of one pod")
+        return pod
+
+    def below(self, here: NDArray[np.int64], dst: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Whether each destination leaf is below the switch (a leaf: is it)."""
+        found: NDArray[np.bool_] = np.where(self.tier[here] == 0, here == dst, self.covers[here, self.pod[dst]])
+        return found
 
     def paths(self, src_leaf: NDArray[np.int64], dst_leaf: NDArray[np.int64], rng: np.random.Generator,
               chunk: int = 200_000) -> NDArray[np.int32]:
@@ -175,27 +173,30 @@ class Ecmp:
         hops = np.full((len(src), 2 * self.top), NO_LINK, dtype=np.int32)
         length = np.zeros(len(src), dtype=np.int64)
         here = src.copy()
-        dst_leaf = self.leaf_label[0][dst]
+        pod = self.pod[dst]
         for level in range(self.top):  # up while the destination is not below
-            going = np.flatnonzero(self.label[here] != self.leaf_label[level][dst])
+            going = np.flatnonzero((self.tier[here] == level) & ~self.below(here, dst))
             links, highs = self.up[0][here[going]], self.up[1][here[going]]
             valid = highs >= 0
-            direct = valid & (self.label[highs] == self.leaf_label[level + 1][dst[going], None])
-            leads = valid & self.reach[highs, self.leaf_label[self.top][dst[going], None]]
-            pick = _any_of(np.where(direct.any(axis=1)[:, None], direct, leads), rng)
-            hops[going, length[going]] = links[np.arange(len(going)), pick]
-            here[going] = highs[np.arange(len(going)), pick]
-            length[going] += 1
+            direct: NDArray[np.bool_] = valid & self.covers[highs, pod[going, None]]
+            leads = valid & self.reach[highs, pod[going, None]]
+            self._step(hops, length, here, going, options=(links, highs),
+                       pick=_any_of(np.where(direct.any(axis=1)[:, None], direct, leads), rng))
         for level in range(self.top, 0, -1):  # down towards it
             going = np.flatnonzero(self.tier[here] == level)
             links, lows = self.down[0][here[going]], self.down[1][here[going]]
-            wanted = dst_leaf[going] if level == 1 else self.leaf_label[level - 1][dst[going]]
-            towards = (lows >= 0) & (self.label[lows] == wanted[:, None])
-            pick = _any_of(towards, rng)
-            hops[going, length[going]] = links[np.arange(len(going)), pick]
-            here[going] = lows[np.arange(len(going)), pick]
-            length[going] += 1
+            towards = (lows >= 0) & self.below(lows, np.broadcast_to(dst[going, None], lows.shape))
+            self._step(hops, length, here, going, options=(links, lows), pick=_any_of(towards, rng))
         return hops
+
+    @staticmethod
+    def _step(hops: NDArray[np.int32], length: NDArray[np.int64], here: NDArray[np.int64], going: NDArray[np.intp], *,
+              options: tuple[NDArray[np.int32], NDArray[np.int64]], pick: NDArray[np.int64]) -> None:
+        """The flows `going` take their picked option: its link onto their paths, its far end."""
+        rows = np.arange(len(going))
+        hops[going, length[going]] = options[0][rows, pick]
+        here[going] = options[1][rows, pick]
+        length[going] += 1
 
 
 def _table(rows: list[list[tuple[int, int]]]) -> tuple[NDArray[np.int32], NDArray[np.int64]]:

@@ -164,23 +164,28 @@ class _Tally:
         count = len(sweep.links)
         self.sent = np.zeros(count, dtype=np.int64)
         self.flows = np.zeros(count, dtype=np.int64)
+        weights = sweep.sent.astype(np.float64)  # exact: bincount sums floats, far below 2**53 packets a link
         for column in self.paths.T:
-            crossed = column != NO_LINK
-            # float weights are exact integers below 2**53 packets a link
-            self.sent += np.bincount(column[crossed], weights=sweep.sent[crossed], minlength=count).astype(np.int64)
-            self.flows += np.bincount(column[crossed], minlength=count)
+            shifted = column.astype(np.intp) + 1  # NO_LINK counts in bin 0, left out: faster than masking it
+            self.sent += np.bincount(shifted, weights=weights, minlength=count + 1)[1:].astype(np.int64)
+            self.flows += np.bincount(shifted, minlength=count + 1)[1:]
         self.width: dict[int, int] = {}  # lossy or confirming flow -> how many links it crossed
+        self.lost_on: dict[int, int] = {}  # lossy or confirming flow -> packets it lost
         self.lossy = self._through(np.flatnonzero(sweep.lost > 0))  # link id -> its lossy flows, in order
         self.confirming_through = self._through(np.flatnonzero(sweep.confirming))
         self.id_of = {sweep.links[link]: link for link in self.lossy}  # every link a score names
         self.aside: set[int] = set()
         self.confirming = bool(sweep.confirming.any())
+        self.scored: dict[int, Blame] = {}  # link id -> its score, until flows set aside change it
+        self.stale: set[int] = set(self.lossy)
 
     def _through(self, rows: NDArray[np.intp]) -> dict[int, list[int]]:
         through: dict[int, list[int]] = defaultdict(list)
-        for row, links in zip(rows.tolist(), self.paths[rows].tolist(), strict=True):
+        for row, links, lost in zip(rows.tolist(), self.paths[rows].tolist(), self.sweep.lost[rows].tolist(),
+                                    strict=True):
             crossed = [link for link in links if link != NO_LINK]
             self.width[row] = len(crossed)
+            self.lost_on[row] = lost
             for link in crossed:
                 through[link].append(row)
         return through
@@ -190,16 +195,23 @@ class _Tally:
         if not self.confirming:
             return True
         rows = [i for i in self.confirming_through.get(self.id_of[link], ()) if i not in self.aside]
-        return log_likelihood_ratio(int(self.sweep.lost[rows].sum()), int(self.sweep.sent[rows].sum())) >= CONFIRM_LLR
+        lost = sum(self.lost_on[i] for i in rows)
+        return log_likelihood_ratio(lost, int(self.sweep.sent[rows].sum())) >= CONFIRM_LLR
 
     def scores(self) -> list[Blame]:
-        scored = [self._score(link, lossy) for link, lossy in self.lossy.items()
-                  if any(i not in self.aside for i in lossy)]
-        return sorted(scored, key=lambda b: (-b.llr, -b.votes, b.link))
+        """Every link some lossy flow not yet explained crossed, best first; only the links whose
+        flows were set aside since the last call scored again."""
+        for link in self.stale:
+            lossy = [i for i in self.lossy.get(link, ()) if i not in self.aside]
+            if lossy:
+                self.scored[link] = self._score(link, lossy)
+            else:
+                self.scored.pop(link, None)
+        self.stale = set()
+        return sorted(self.scored.values(), key=lambda b: (-b.llr, -b.votes, b.link))
 
-    def _score(self, link: int, rows: list[int]) -> Blame:
-        lossy = [i for i in rows if i not in self.aside] if self.aside else rows
-        lost = int(self.sweep.lost[lossy].sum())
+    def _score(self, link: int, lossy: list[int]) -> Blame:
+        lost = sum(self.lost_on[i] for i in lossy)
         sent = int(self.sent[link])
         votes = sum(1 / self.width[i] for i in lossy)
         return Blame(link=self.sweep.links[link], llr=log_likelihood_ratio(lost, sent),
@@ -211,10 +223,12 @@ class _Tally:
         through = np.flatnonzero((self.paths == self.id_of[link]).any(axis=1))
         rows = [i for i in through.tolist() if i not in self.aside]
         self.aside.update(rows)
-        for column in self.paths[rows].T:
-            crossed = column != NO_LINK
-            np.subtract.at(self.sent, column[crossed], self.sweep.sent[rows][crossed])
-            np.subtract.at(self.flows, column[crossed], 1)
+        crossed = self.paths[rows]
+        self.stale.update(crossed[crossed != NO_LINK].tolist())
+        for column in crossed.T:
+            real = column != NO_LINK
+            np.subtract.at(self.sent, column[real], self.sweep.sent[rows][real])
+            np.subtract.at(self.flows, column[real], 1)
 
 
 def _finish(score: Blame, taken: bool, tied: tuple[str, ...], total_lost: int) -> Blame:
