@@ -119,7 +119,7 @@ class Ecmp:
         tier = {s.name: TIER_RANK[s.tier] for s in plan.switches if s.plane == PLANE}
         names = sorted(tier, key=lambda d: (tier[d], d))
         self.index = {name: i for i, name in enumerate(names)}
-        self.tier = np.array([tier[n] for n in names])
+        self.tier = np.array([tier[n] for n in names], dtype=np.int8)
         self.top = int(self.tier.max())
         up: list[list[tuple[int, int]]] = [[] for _ in names]
         down: list[list[tuple[int, int]]] = [[] for _ in names]
@@ -155,13 +155,13 @@ class Ecmp:
             raise SystemExit("localize_accuracy's ECMP needs a Clos: each leaf below the spines of one pod")
         return pod
 
-    def below(self, here: NDArray[np.int64], dst: NDArray[np.int64]) -> NDArray[np.bool_]:
-        """Whether each destination leaf is below the switch (a leaf: is it)."""
-        found: NDArray[np.bool_] = np.where(self.tier[here] == 0, here == dst, self.covers[here, self.pod[dst]])
+    def below(self, here: NDArray[np.int64], dst: NDArray[np.int64], level: int) -> NDArray[np.bool_]:
+        """Whether each destination leaf is below its switch, all of tier `level` (a leaf: is it)."""
+        found: NDArray[np.bool_] = here == dst if level == 0 else self.covers[here, self.pod[dst]]
         return found
 
     def paths(self, src_leaf: NDArray[np.int64], dst_leaf: NDArray[np.int64], rng: np.random.Generator,
-              chunk: int = 200_000) -> NDArray[np.int32]:
+              chunk: int = 100_000) -> NDArray[np.int32]:
         """Each flow's switch-to-switch links in order, as columns (NO_LINK past a shorter path)."""
         hops = np.full((len(src_leaf), 2 * self.top), NO_LINK, dtype=np.int32)
         for start in range(0, len(src_leaf), chunk):
@@ -175,17 +175,18 @@ class Ecmp:
         here = src.copy()
         pod = self.pod[dst]
         for level in range(self.top):  # up while the destination is not below
-            going = np.flatnonzero((self.tier[here] == level) & ~self.below(here, dst))
+            at = np.flatnonzero(self.tier[here] == level)
+            going = at[~self.below(here[at], dst[at], level)]
             links, highs = self.up[0][here[going]], self.up[1][here[going]]
             valid = highs >= 0
             direct: NDArray[np.bool_] = valid & self.covers[highs, pod[going, None]]
-            leads = valid & self.reach[highs, pod[going, None]]
-            self._step(hops, length, here, going, options=(links, highs),
-                       pick=_any_of(np.where(direct.any(axis=1)[:, None], direct, leads), rng))
+            leads: NDArray[np.bool_] = valid & self.reach[highs, pod[going, None]]
+            fewest = np.where(np.any(direct, axis=1)[:, None], direct, leads)
+            self._step(hops, length, here, going, options=(links, highs), pick=_any_of(fewest, rng))
         for level in range(self.top, 0, -1):  # down towards it
             going = np.flatnonzero(self.tier[here] == level)
             links, lows = self.down[0][here[going]], self.down[1][here[going]]
-            towards = (lows >= 0) & self.below(lows, np.broadcast_to(dst[going, None], lows.shape))
+            towards = (lows >= 0) & self.below(lows, dst[going, None], level - 1)
             self._step(hops, length, here, going, options=(links, lows), pick=_any_of(towards, rng))
         return hops
 
