@@ -4,14 +4,23 @@
     (host-leaf or leaf-spine, compute or storage plane, among the cables the probes cover; loss
     0.5-5 %, nftables drops on both ends) and --lab-clean trials with none. Probing only: the
     lab's drops move no counter.
-(b) Simulation: plans of 1 024 and 12 500 servers (plan_scale.spec_dict, 8 NDR rails each). The
-    same probe flows `localize` would send (pairs across leaves, 12 source ports each), each given
-    one equal-cost path as ECMP would (a random uplink at each tier, down only towards the
-    destination), then per trial random faulty cables (single and double) with 0.5-5 % loss,
-    binomial losses per flow, a healthy link's background loss of 1e-5 per packet, the targeted
-    follow-up probes, and the same blame. "With counters": the faulty cables' ports also count
-    errors (as a lossy link does, far above the threshold) and healthy ports the odd symbol error
-    (below it); suspects are merged as `localize` merges them.
+(b) Simulation: plans of 1 024 and 12 500 servers (plan_scale.spec_dict, 8 NDR rails each);
+    `--big` adds 125 000 (1M GPUs, plan_scale's spec at that size). The same probe flows
+    `localize` would send (its pairs across leaves, its flows per pair, 12 source ports at these
+    sizes), each given one equal-cost path as ECMP would (a random uplink at each tier among those
+    that lead to the destination by the fewest hops, down only towards it), kept as numpy columns
+    (12 million flows at 1M GPUs); then per trial random faulty cables (single and double) with
+    0.5-5 % loss, binomial losses per flow, a healthy link's background loss of 1e-5 per packet,
+    the targeted follow-up probes, and the same blame: `candidates`, `blame` and `probing_suspect`
+    on a tomography.Sweep, the code `localize` runs on what its probes counted. "With counters":
+    the faulty cables' ports also count errors (as a lossy link does, far above the threshold) and
+    healthy ports the odd symbol error (below it); suspects are merged as `localize` merges them.
+    Per size it prints the blame's time per run (the candidates, picking the follow-up flows,
+    the blame and the suspects; the losses this script draws left out), wall clock and the
+    process's CPU time (on a shared machine the wall clock counts others' load too), apart from
+    the design's and the sweep's, with the process's peak RSS and the load average. Issue 31's
+    target: at 1M GPUs, the blame < 60 s. Trials: --sim-trials at 1 024 servers, a fifth (at least
+    10) at 12 500, --big-trials (4) at 125 000; a quarter as many clean trials as faulty.
 
 Top-1: the first named suspect is the faulty cable (double faults: the first two are both).
 Top-3: it is among the first three suspects. False positive: a clean trial names a suspect.
@@ -23,7 +32,8 @@ per destination, a burst of 6; icmp_msgs_per_sec 1000 and icmp_msgs_burst 50, th
 defaults, switch-wide). The lab result then says how many hop answers were rate-limited.
 
     python benchmarks/localize_accuracy.py [--lab-trials 40 --lab-clean 10] [--sim-trials 100] [--no-lab]
-        [--firewall] [--icmp-ratelimit 10]
+        [--firewall] [--icmp-ratelimit 10] [--sizes 1024,12500] [--big [--big-trials 4]]
+    flock /tmp/gpunet-big.lock python benchmarks/localize_accuracy.py --no-lab --sizes 12500 --big
 """
 
 from __future__ import annotations
