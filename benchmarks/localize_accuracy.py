@@ -306,19 +306,18 @@ def simulated(servers: int, trials: int, rng: random.Random) -> dict[str, Any]:
     return result
 
 
-def _losses(fabric: Fabric, rows: NDArray[np.intp], faults: dict[int, float], packets: int,
-            rng: np.random.Generator) -> NDArray[np.int64]:
-    """Lost packets per flow of `rows`: binomial through faulty links, background loss everywhere."""
-    lost = np.zeros(len(rows), dtype=np.int64)
-    paths = fabric.paths[rows]
-    drop = np.zeros(len(fabric.links) + 1)  # the last entry: NO_LINK's, no loss
-    for cable, loss in faults.items():
-        drop[cable] = loss
+def _losses(paths: NDArray[np.int32], faults: dict[int, float], packets: int, rng: np.random.Generator
+            ) -> NDArray[np.int64]:
+    """Lost packets per flow of `paths`: binomial through faulty links, background loss everywhere."""
+    lost = np.zeros(len(paths), dtype=np.int64)
     hit = np.flatnonzero(np.isin(paths, list(faults)).any(axis=1)) if faults else np.zeros(0, dtype=np.intp)
-    keep = np.prod(1 - drop[paths[hit]], axis=1)
+    through = paths[hit]
+    keep = np.ones(len(hit))
+    for cable, loss in faults.items():
+        keep *= np.where((through == cable).any(axis=1), 1 - loss, 1.0)
     lost[hit] = rng.binomial(packets, 1 - keep)
-    strays = rng.poisson(len(rows) * packets * BACKGROUND * 5)  # ~5 links a path
-    np.add.at(lost, rng.integers(0, len(rows), strays), 1)
+    strays = rng.poisson(len(paths) * packets * BACKGROUND * 5)  # ~5 links a path
+    np.add.at(lost, rng.integers(0, len(paths), strays), 1)
     return lost
 
 
@@ -327,16 +326,16 @@ def _probe_once(fabric: Fabric, faults: dict[int, float], rng: np.random.Generat
     """One `localize` run on the simulated plane: the sweep, the follow-up probes through the
     links that best explain its losses, the blame. Also the blame's own (wall, CPU) seconds: what
     `localize` computes once the probes are counted, the flows' losses drawn here left out."""
-    settings, everyone = fabric.settings, np.arange(len(fabric.paths))
-    sweep = Sweep(fabric.links, fabric.paths, np.full(len(everyone), settings.packets, dtype=np.int64),
-                  _losses(fabric, everyone, faults, settings.packets, rng), np.zeros(len(everyone), dtype=np.bool_))
+    settings, everyone = fabric.settings, len(fabric.paths)
+    sweep = Sweep(fabric.links, fabric.paths, np.full(everyone, settings.packets, dtype=np.int64),
+                  _losses(fabric.paths, faults, settings.packets, rng), np.zeros(everyone, dtype=np.bool_))
     wall, cpu = time.perf_counter(), time.process_time()
     suspects = candidates(sweep, settings.follow_up_links)
     ids = [fabric.link_of[name] for name in suspects]
     chosen = np.flatnonzero(np.isin(fabric.paths, ids).any(axis=1))
     spent = [time.perf_counter() - wall, time.process_time() - cpu]
     more = settings.packets * settings.follow_up_factor
-    again = _losses(fabric, chosen, faults, more, rng)
+    again = _losses(fabric.paths[chosen], faults, more, rng)
     wall, cpu = time.perf_counter(), time.process_time()
     follow = Sweep(fabric.links, fabric.paths[chosen], np.full(len(chosen), more, dtype=np.int64), again,
                    np.ones(len(chosen), dtype=np.bool_))
