@@ -46,12 +46,17 @@ def test_a_path_naming_a_link_twice_counts_it_once() -> None:
 
 
 def test_follow_up_probes_join_a_sweep_that_names_links_by_the_same_ids() -> None:
+    """As `localize` runs: candidates from the sweep, then the blame of the sweep and its follow-up
+    probes, which adds their counts to the sweep's instead of counting every flow again."""
     rng = random.Random(12)
     sweep = flows(rng, {UPLINKS[1]: 0.02})
+    sweep[0] = PathSample((*sweep[0].links, sweep[0].links[0]), 100, 3)  # a link named twice, counted once
     links = sorted({link for s in sweep for link in s.links})
     more = _confirming(rng, sweep, UPLINKS[1], 0.02)
-    joined = _columns(sweep, links).followed_by(_columns(more, links))
-    assert len(joined) == len(sweep) + len(more)
-    assert blame(joined) == blame(sweep + more)
+    first = _columns(sweep, links)
+    assert candidates(first, 6) == candidates(sweep, 6)
+    for joined in (first.followed_by(_columns(more, links)), _columns(sweep, links).followed_by(_columns(more, links))):
+        assert len(joined) == len(sweep) + len(more)
+        assert blame(joined) == blame(sweep + more)
     with pytest.raises(ValueError, match="ids of the sweep it follows"):
-        _columns(sweep, links).followed_by(_columns(more, list(links)))
+        first.followed_by(_columns(more, list(links)))

@@ -15,6 +15,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import NDArray
@@ -86,14 +87,42 @@ class Sweep:
         return PathSample(tuple(self.links[i] for i in self.paths[row].tolist() if i != NO_LINK),
                           int(self.sent[row]), int(self.lost[row]), bool(self.confirming[row]))
 
+    @cached_property
+    def distinct(self) -> NDArray[np.int32]:
+        """`paths` with each row's links once (the array itself where no row repeats one)."""
+        return _distinct(self.paths)
+
+    @cached_property
+    def totals(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """Per link id, the packets sent on the flows through it and how many flows: kept, so
+        the blame after the follow-up probes adds only theirs to the sweep's."""
+        count = len(self.links)
+        sent = np.zeros(count, dtype=np.int64)
+        flows = np.zeros(count, dtype=np.int64)
+        weights = self.sent.astype(np.float64)  # exact: bincount sums floats, far below 2**53 packets a link
+        for column in self.distinct.T:
+            shifted = column.astype(np.intp) + 1  # NO_LINK counts in bin 0, left out: faster than masking it
+            sent += np.bincount(shifted, weights=weights, minlength=count + 1)[1:].astype(np.int64)
+            flows += np.bincount(shifted, minlength=count + 1)[1:]
+        return sent, flows
+
     def followed_by(self, more: Sweep) -> Sweep:
-        """This sweep's flows, then `more`'s (the follow-up probes, naming links by the same ids)."""
+        """This sweep's flows, then `more`'s (the follow-up probes, naming links by the same ids);
+        what this one has already counted is carried over, not counted again."""
         if more.links is not self.links:
             raise ValueError("a follow-up sweep names its links by the ids of the sweep it follows")
         width = max(self.paths.shape[1], more.paths.shape[1])
-        return Sweep(self.links, np.concatenate([_padded(self.paths, width), _padded(more.paths, width)]),
-                     np.concatenate([self.sent, more.sent]), np.concatenate([self.lost, more.lost]),
-                     np.concatenate([self.confirming, more.confirming]))
+        joined = Sweep(self.links, np.concatenate([_padded(self.paths, width), _padded(more.paths, width)]),
+                       np.concatenate([self.sent, more.sent]), np.concatenate([self.lost, more.lost]),
+                       np.concatenate([self.confirming, more.confirming]))
+        if "distinct" in self.__dict__:  # cached_property's own slot: set as it would set it
+            unchanged = self.distinct is self.paths and more.distinct is more.paths
+            joined.__dict__["distinct"] = joined.paths if unchanged else np.concatenate(
+                [_padded(self.distinct, width), _padded(more.distinct, width)])
+        if "totals" in self.__dict__:
+            joined.__dict__["totals"] = tuple(mine + theirs for mine, theirs in zip(self.totals, more.totals,
+                                                                                      strict=True))
+        return joined
 
 
 def _padded(paths: NDArray[np.int32], width: int) -> NDArray[np.int32]:
@@ -160,15 +189,8 @@ class _Tally:
 
     def __init__(self, sweep: Sweep) -> None:
         self.sweep = sweep
-        self.paths = _distinct(sweep.paths)
-        count = len(sweep.links)
-        self.sent = np.zeros(count, dtype=np.int64)
-        self.flows = np.zeros(count, dtype=np.int64)
-        weights = sweep.sent.astype(np.float64)  # exact: bincount sums floats, far below 2**53 packets a link
-        for column in self.paths.T:
-            shifted = column.astype(np.intp) + 1  # NO_LINK counts in bin 0, left out: faster than masking it
-            self.sent += np.bincount(shifted, weights=weights, minlength=count + 1)[1:].astype(np.int64)
-            self.flows += np.bincount(shifted, minlength=count + 1)[1:]
+        self.paths = sweep.distinct
+        self.sent, self.flows = (total.copy() for total in sweep.totals)  # set_aside takes from these
         self.width: dict[int, int] = {}  # lossy or confirming flow -> how many links it crossed
         self.lost_on: dict[int, int] = {}  # lossy or confirming flow -> packets it lost
         self.lossy = self._through(np.flatnonzero(sweep.lost > 0))  # link id -> its lossy flows, in order
