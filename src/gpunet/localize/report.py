@@ -11,7 +11,7 @@ from pydantic import StringConstraints
 from gpunet.fabric.cabling import cable_name
 from gpunet.localize.tomography import MIN_LLR, Blame
 from gpunet.model.base import Frozen
-from gpunet.model.plan import Plan
+from gpunet.model.plan import Link, Plan
 
 # "probing", "counters", "path-mtu", or those that agree on a cable joined by "+" ("probing+counters")
 Source = Annotated[str, StringConstraints(pattern=r"^(probing|counters|path-mtu)(\+(probing|counters|path-mtu))*$")]
@@ -56,7 +56,7 @@ def cable_fix(plan: Plan, cable: str) -> str:
     perfquery's, an Ethernet NIC's ethtool's."""
     a, b = cable.split(" ")
     servers = [end for end in (a, b) if plan.node(end.split(":")[0]) is not None]
-    link = next((link for link in plan.links if cable_name(link) == cable), None)
+    link = _planned(plan, cable)
     technology = next((p.technology for p in plan.planes if link is not None and p.name == link.plane), "ethernet")
     if servers and technology == "infiniband":
         node, port = servers[0].split(":", 1)
@@ -66,6 +66,14 @@ def cable_fix(plan: Plan, cable: str) -> str:
         return (f"check {servers[0]}'s NIC counters (ethtool -S) and optic, then reseat or replace the cable "
                 f"{a} <-> {b}; rerun to confirm")
     return f"reseat, then replace the cable {a} <-> {b} (both optics); rerun to confirm"
+
+
+def _planned(plan: Plan, cable: str) -> Link | None:
+    """The Plan's first cable of that name, looked up among its first end's cables (a 1M-GPU plan
+    has millions); the whole plan only for a name whose end names no device."""
+    device = cable.split(":", maxsplit=1)[0]
+    return next((link for link in plan.links_at.get(device, ()) if cable_name(link) == cable),
+                None) or next((link for link in plan.links if cable_name(link) == cable), None)
 
 
 CONFIDENT_LLR = 20.0  # the log-likelihood at which a named cable reads 63 %; 60 reads 95 %
