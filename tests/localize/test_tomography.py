@@ -95,3 +95,16 @@ def test_a_real_fault_is_confirmed() -> None:
     confirming = [PathSample(s.links, 240, sum(1 for _ in range(240) if rng.random() < 0.02), confirming=True)
                   for s in sweep if UPLINKS[1] in s.links]
     assert [b.link for b in blame(sweep + confirming) if b.taken] == [UPLINKS[1]]
+
+
+def test_a_busy_healthy_link_is_not_blamed_for_what_every_link_drops() -> None:
+    """200 flows of five links each share one core cable; every link drops the healthy floor
+    (1e-5), so each flow loses 1 packet in 20 000 (five links' worth). Against one link's floor the
+    core cable looked lossy (LLR 162: 200 lost of 4 million); against the flows' own paths it is not."""
+    samples = [PathSample((f"edge{i}a", f"edge{i}b", "core", f"edge{i}c", f"edge{i}d"), 20_000, 1) for i in range(200)]
+    ranked = blame(samples)
+    assert [b.link for b in ranked if b.taken] == []
+    assert log_likelihood_ratio(200, 4_000_000) > MIN_LLR  # what the single-link floor made of it
+    # a real fault on the core cable on top of it is still taken
+    faulty = [PathSample(s.links, s.sent, s.lost + 20) for s in samples]
+    assert [b.link for b in blame(faulty) if b.taken] == ["core"]
