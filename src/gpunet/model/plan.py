@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from gpunet.model.base import Frozen
+from gpunet.model.base import Frozen, share_fields_set
 from gpunet.model.consistency import cross_reference_problems
 from gpunet.model.flows import Flow
 from gpunet.model.nodeset import parse_nodeset
@@ -82,6 +82,13 @@ class Node(Frozen):
     # from the previous plan so growth never moves an existing node.
     slots: dict[str, int] = Field(default_factory=dict)
 
+    @model_validator(mode="after")
+    def _compact(self) -> Node:
+        share_fields_set(self)
+        for interface in self.interfaces:
+            share_fields_set(interface)
+        return self
+
     @property
     def management_ip(self) -> str | None:
         """The address admins, fleet tools and Prometheus reach the node at (no prefix)."""
@@ -125,6 +132,13 @@ class Link(Frozen):
     # Switch-to-switch cables of a routed plane: the cable's /31; the lower end (a) holds the even
     # address, the upper end (b) the odd one.
     p2p: SubnetText | None = None
+
+    @model_validator(mode="after")
+    def _compact(self) -> Link:
+        share_fields_set(self)
+        share_fields_set(self.a)
+        share_fields_set(self.b)
+        return self
 
 
 class FabricBasis(Frozen):
