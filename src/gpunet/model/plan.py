@@ -82,12 +82,11 @@ class Node(Frozen):
     # from the previous plan so growth never moves an existing node.
     slots: dict[str, int] = Field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _compact(self) -> Node:
+    def model_post_init(self, context: Any, /) -> None:
+        """Read back or built: its interfaces' fields sets shared (interfaces built by design share theirs)."""
         share_fields_set(self)
         for interface in self.interfaces:
             share_fields_set(interface)
-        return self
 
     @property
     def management_ip(self) -> str | None:
@@ -133,12 +132,11 @@ class Link(Frozen):
     # address, the upper end (b) the odd one.
     p2p: SubnetText | None = None
 
-    @model_validator(mode="after")
-    def _compact(self) -> Link:
+    def model_post_init(self, context: Any, /) -> None:
+        """Read back: its fields sets shared (cables built by design share theirs already)."""
         share_fields_set(self)
         share_fields_set(self.a)
         share_fields_set(self.b)
-        return self
 
 
 class FabricBasis(Frozen):
