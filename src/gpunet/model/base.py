@@ -47,7 +47,7 @@ def bulk_objects() -> Iterator[None]:
 # The instance slots every model has, set straight through their descriptors: a third cheaper than
 # object.__setattr__'s lookup of each by name, and trusted() builds ten million models at 1M GPUs.
 _SET_DICT = BaseModel.__dict__["__dict__"].__set__
-_SET_FIELDS_SET = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_SET_FIELDS_SET = set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _SET_EXTRA = BaseModel.__dict__["__pydantic_extra__"].__set__
 _SET_PRIVATE = BaseModel.__dict__["__pydantic_private__"].__set__
 _new = object.__new__  # what a model's class does (BaseModel has no __new__ of its own)
