@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,3 +42,55 @@ def test_the_node_index_follows_a_copy_with_other_nodes() -> None:
     fewer = plan.model_copy(update={"nodes": plan.nodes[:1]})
     assert fewer.node("gpu002") is None and fewer.node("gpu001") == plan.nodes[0]
     assert plan.node(None) is None and "nodes_by_name" not in plan.model_dump()
+
+
+def _bytes_verdict(raw: bytes) -> str:
+    """What validating the bytes themselves reports first (read_plan's words before it parsed first)."""
+    from pydantic import ValidationError  # noqa: PLC0415
+
+    from gpunet.model.io import _first_in_file_order  # noqa: PLC0415
+    from gpunet.model.plan import Plan  # noqa: PLC0415
+
+    try:
+        Plan.model_validate_json(raw)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = errors[0]
+        assert _first_in_file_order(errors) is first  # pydantic's JSON order needs no reordering
+        return ".".join(str(p) for p in first["loc"]) + ": " + first["msg"]
+    raise AssertionError("accepted")
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda d: d["links"][0].update(zz=1, gbps="x"),  # an unknown key and a bad field in one object
+    lambda d: d["nodes"][1]["interfaces"][0].update(mtu="big", extra=True),
+    lambda d: d.update(surplus=1, nodes="x"),  # the outermost object's unknown key comes first
+    lambda d: d.update(links={"a": 1}),  # an object for an array
+    lambda d: d["links"].__setitem__(0, "cable"),  # a string for an object
+    lambda d: d["planes"][0].update(nics=[1]),  # an array for an object
+    lambda d: d["switches"][0].update(radix=-1),
+])
+def test_a_refusal_says_what_validating_the_bytes_says(tmp_path: Path, mutate: Any) -> None:
+    """read_plan parses first and validates the parsed values (so a 1M-GPU plan's bytes and parse tree
+    are not held beside its models); what it refuses, and the words and place it names first, are those
+    of validating the file's bytes."""
+    data = json.loads(render_plan_json(design(parse_spec(example_text("small-ethernet"))[0])))
+    mutate(data)
+    raw = json.dumps(data).encode()
+    (tmp_path / "plan.json").write_bytes(raw)
+    with pytest.raises(PlanError, match="not a valid plan") as refused:
+        read_plan(tmp_path / "plan.json")
+    said = str(refused.value).split(": not a valid plan: ", 1)[1]
+    assert said.startswith(_bytes_verdict(raw)), (said, _bytes_verdict(raw))
+
+
+def test_models_read_back_share_their_fields_sets(tmp_path: Path) -> None:
+    """Every cable, port and interface read back holds its class's one set of field names (given
+    in full in plan.json), not one of its own: half the memory of a large plan read back."""
+    path = tmp_path / "plan.json"
+    path.write_text(render_plan_json(design(parse_spec(example_text("small-ethernet"))[0])))
+    plan = read_plan(path)
+    sets = {id(m.__pydantic_fields_set__) for c in plan.links for m in (c, c.a, c.b)}
+    sets |= {id(i.__pydantic_fields_set__) for n in plan.nodes for i in n.interfaces}
+    assert len(sets) == 3  # Link's, Port's, Interface's
+    assert plan.links[0].a.__pydantic_fields_set__ == {"device", "port"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, ip_address
+from socket import AF_INET, inet_ntop, inet_pton
 
 from gpunet.design.naming import plane_hostname
 from gpunet.errors import DesignError, SpecProblem
@@ -54,13 +55,15 @@ def rdma_nic_count(spec: PlaneSpec, group: NodeGroup, plane: PlaneName) -> int:
 
 
 def ipv4_int(text: str) -> int | None:
-    """The address `text` names as an integer; None for IPv6. A plain dotted quad (every address a
-    previous plan holds: a re-plan at 1M GPUs claims a million) is read without ipaddress objects."""
-    parts = text.split(".")
-    if len(parts) == 4 and all(p.isascii() and p.isdigit() and (len(p) == 1 or p[0] != "0") for p in parts):
-        a, b, c, d = map(int, parts)
-        if max(a, b, c, d) <= 255:
-            return (a << 24) | (b << 16) | (c << 8) | d
+    """The address `text` names as an integer; None for IPv6. A dotted quad in normal form (every
+    address a previous plan holds: a re-plan at 1M GPUs claims a million) is read by the C library
+    and kept only where it writes it back the same; anything else is read as before."""
+    try:
+        packed = inet_pton(AF_INET, text)
+    except (OSError, UnicodeError, ValueError):
+        packed = None
+    if packed is not None and inet_ntop(AF_INET, packed) == text:
+        return int.from_bytes(packed, "big")
     ip = ip_address(text)  # anything else, as before (its ValueError included)
     return int(ip) if ip.version == 4 else None
 

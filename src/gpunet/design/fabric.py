@@ -11,7 +11,7 @@ from gpunet.design.layout import LeafShape, SizingError, UpperShape, leaf_shape,
 from gpunet.design.naming import port_name, switch_name
 from gpunet.errors import DesignError, SpecProblem
 from gpunet.model.base import trusted
-from gpunet.model.plan import FabricBasis, Link, LinkTier, Port, Switch, Tier
+from gpunet.model.plan import LINK_FIELDS, PORT_FIELDS, FabricBasis, Link, LinkTier, Port, Switch, Tier
 from gpunet.model.spec import PlaneName, PlaneSpec
 
 
@@ -36,7 +36,6 @@ class PlaneFabric:
     planned_nodes: int = 0
 
 
-LINK_FIELDS, PORT_FIELDS = set(Link.model_fields), set(Port.model_fields)
 
 
 def link(plane: PlaneName, tier: LinkTier, a: tuple[str, str], b: tuple[str, str], gbps: int) -> Link:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address, IPv4Network
 
+from gpunet.design.addressing import ipv4_int
 from gpunet.design.pools import IndexPool, sticky
 from gpunet.errors import DesignError, SpecProblem
 from gpunet.model.base import updated
@@ -119,7 +120,9 @@ def _p2p(plane: PlaneName, routing: PlaneRouting, links: list[Link],
          previous: Plan | None) -> tuple[dict[str, str], list[SpecProblem]]:
     pool_net = IPv4Network(routing.p2p)
     base = int(pool_net.network_address)
-    kept = {_cable(c): (int(IPv4Network(c.p2p).network_address) - base) // 2
+    # a plan's /31s are networks in normal form (model/types.py), their address their first: read
+    # without an IPv4Network each (10^5 of them at 1M GPUs)
+    kept = {_cable(c): (_first_address(c.p2p) - base) // 2
             for c in (previous.links if previous else ()) if c.plane == plane and c.p2p is not None}
     cables = [_cable(c) for c in links if c.tier in SWITCH_TIERS]
     chosen, left = sticky(cables, kept, IndexPool(0, pool_net.num_addresses // 2 - 1))
@@ -128,6 +131,11 @@ def _p2p(plane: PlaneName, routing: PlaneRouting, links: list[Link],
                                 "switch-to-switch cables", ("planes", plane, "routing", "p2p"),
                                 f"use a /{_prefix_for(2 * len(cables))} or larger")]
     return {c: f"{IPv4Address(base + 2 * i)}/31" for c, i in chosen.items()}, []
+
+
+def _first_address(network: str) -> int:
+    value = ipv4_int(network.split("/", maxsplit=1)[0])
+    return int(IPv4Network(network).network_address) if value is None else value
 
 
 def _prefix_for(addresses: int) -> int:

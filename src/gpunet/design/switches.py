@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from itertools import combinations
 
+from gpunet.design.addressing import ipv4_int
 from gpunet.design.pools import IndexPool, sticky
 from gpunet.errors import DesignError, SpecProblem
 from gpunet.model.plan import Interface, Plan, PlaneRouting, Switch
@@ -51,11 +52,11 @@ def with_management(spec: Spec, switches: list[Switch], interfaces: dict[str, li
     base = int(subnet.network_address)
     # Node addresses share the subnet only when it is a plane's (the own subnet overlaps none).
     plane = key[1] if key[0] == "planes" else None
-    taken = {int(IPv4Address(i.address.split("/")[0])) - base for ifs in interfaces.values() for i in ifs
-             if i.plane == plane and i.address}
+    taken = {_address(i.address) - base for ifs in interfaces.values() for i in ifs if i.plane == plane and i.address}
     taken |= {int(gateway) - base} if gateway else set()
-    kept = {s.name: int(IPv4Interface(s.management).ip) - base for s in (previous.switches if previous else ())
-            if s.management and IPv4Interface(s.management).ip in subnet}
+    kept = {s.name: address - base for s in (previous.switches if previous else ())
+            if s.management and int(subnet.network_address) <= (address := _address(s.management))
+            <= int(subnet.broadcast_address)}
     downward = key[0] == "planes"  # sharing a plane's subnet with nodes: from the top
     pool = IndexPool(1, subnet.num_addresses - 2, taken, downward=downward)
     chosen, left = sticky((s.name for s in switches), kept, pool)
@@ -66,6 +67,12 @@ def with_management(spec: Spec, switches: list[Switch], interfaces: dict[str, li
             "{subnet: CIDR}")])
     return [s.model_copy(update={"management": f"{IPv4Address(base + chosen[s.name])}/{subnet.prefixlen}"})
             for s in switches]
+
+
+def _address(interface: str) -> int:
+    """10.0.0.5/24 -> the address as an integer (26 644 switches' at 1M GPUs, without an IPv4Interface each)."""
+    value = ipv4_int(interface.split("/", maxsplit=1)[0])
+    return int(IPv4Interface(interface).ip) if value is None else value
 
 
 def pool_problems(spec: Spec, routing: dict[PlaneName, PlaneRouting]) -> list[SpecProblem]:

@@ -50,6 +50,9 @@ def bulk_objects() -> Iterator[None]:
             gc.enable()
 
 
+set_fields_set = _set_fields_set  # a model's fields set, replaced in place (model/plan.py shares one per class)
+
+
 def trusted(cls: type[M], fields: set[str], values: dict[str, Any]) -> M:
     """An instance of `cls` from values gpunet computed itself, every field given (defaults
     included, `fields` being the fields set the slow path records: the model's field names, or
@@ -84,3 +87,20 @@ def updated(model: M, update: dict[str, Any]) -> M:
             _FIELDS_SETS.clear()
         known = _FIELDS_SETS[key] = (before, before | update.keys())
     return trusted(type(model), known[1], model.__dict__ | update)
+
+
+_ALL_FIELDS: dict[type[BaseModel], set[str]] = {}
+
+
+def share_fields_set(model: BaseModel) -> None:
+    """Hand `model` its class's one set of every field name when every field was given (as in
+    every plan.json gpunet writes): pydantic gives each instance a set of its own, 200-700 bytes,
+    more than half of a plan read back (a 1M-GPU plan's ten million models). Nothing changes the
+    set of a frozen model, so instances can share it, as trusted() and updated() copies do."""
+    fields = model.__pydantic_fields_set__
+    cls = type(model)
+    every = _ALL_FIELDS.get(cls)
+    if every is None:
+        every = _ALL_FIELDS[cls] = set(cls.model_fields)
+    if len(fields) == len(every):  # a subset of the model's fields (extra keys are refused) as large as all
+        _set_fields_set(model, every)

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from gpunet.model.base import Frozen
+from gpunet.model.base import Frozen, set_fields_set, share_fields_set
 from gpunet.model.consistency import cross_reference_problems
 from gpunet.model.flows import Flow
 from gpunet.model.nodeset import parse_nodeset
@@ -82,6 +82,12 @@ class Node(Frozen):
     # from the previous plan so growth never moves an existing node.
     slots: dict[str, int] = Field(default_factory=dict)
 
+    def model_post_init(self, context: Any, /) -> None:
+        """Read back or built: its interfaces' fields sets shared (interfaces built by design share theirs)."""
+        share_fields_set(self)
+        for interface in self.interfaces:
+            share_fields_set(interface)
+
     @property
     def management_ip(self) -> str | None:
         """The address admins, fleet tools and Prometheus reach the node at (no prefix)."""
@@ -125,6 +131,19 @@ class Link(Frozen):
     # Switch-to-switch cables of a routed plane: the cable's /31; the lower end (a) holds the even
     # address, the upper end (b) the odd one.
     p2p: SubnetText | None = None
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Read back: its fields sets shared (cables built by design share theirs already); by hand,
+        2.35 million times at 1M GPUs."""
+        if len(self.__pydantic_fields_set__) == len(LINK_FIELDS):
+            set_fields_set(self, LINK_FIELDS)
+        for port in (self.a, self.b):
+            if len(port.__pydantic_fields_set__) == len(PORT_FIELDS):
+                set_fields_set(port, PORT_FIELDS)
+
+
+# Every field name of a cable and of a port: the one set the cables read back share.
+LINK_FIELDS, PORT_FIELDS = set(Link.model_fields), set(Port.model_fields)
 
 
 class FabricBasis(Frozen):
