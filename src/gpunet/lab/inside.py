@@ -41,6 +41,8 @@ NLM_F_REQUEST, NLM_F_DUMP = 0x1, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 TENTATIVE, DADFAILED = 0x40, 0x08  # IFA_F_* in /proc/net/if_inet6's flags column
 ICMP_ECHO, ICMP_ECHO_REPLY = 8, 0
+NOT_ANSWERED = {errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EHOSTDOWN, errno.EADDRNOTAVAIL, errno.EINVAL,
+                errno.EPERM, errno.EACCES, errno.ENOBUFS}  # no route yet, the address not up yet, a firewall
 ECHO_TIMEOUT_S = 0.5  # a lab answers in milliseconds; one not answered yet is asked again next round
 MAX_PROC_BYTES = 1 << 22  # a lab namespace's socket or address table: a few kB; read no further
 
@@ -251,7 +253,7 @@ def answers(namespace: str, source: str, target: str, timeout_s: float = ECHO_TI
             sock.bind((source, 0))
             sock.sendto(_echo(ident, sequence, payload), (target, 0))
         except OSError as exc:
-            if exc.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH, errno.EADDRNOTAVAIL, errno.EINVAL):
+            if exc.errno in NOT_ANSWERED:
                 return False
             raise
         return _reply_within(sock, target, ident, sequence, time.monotonic() + timeout_s)
