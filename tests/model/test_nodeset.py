@@ -42,3 +42,12 @@ def test_hostile_and_broken_text_is_a_nodeset_error(text: str, message: str) -> 
 
 def test_fold_never_resolves_groups() -> None:
     assert fold(["gpu3", "gpu1", "gpu2"]) == "gpu[1-3]"
+
+
+def test_a_kept_parse_is_handed_out_as_a_copy() -> None:
+    """parse_nodeset keeps what it parsed without a resolver; a caller changing its NodeSet must
+    not change what the next caller gets."""
+    first = parse_nodeset("gpu[1-4]")
+    first.update("gpu9")
+    first.difference_update("gpu1")
+    assert str(parse_nodeset("gpu[1-4]")) == "gpu[1-4]"
