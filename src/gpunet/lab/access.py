@@ -29,6 +29,11 @@ def node_argv_for(lab_id: str, namespace: str, command: Sequence[str]) -> list[s
     return ["nsenter", f"--uts={uts}", "ip", "netns", "exec", namespace, *command]
 
 
+def device_prefix(lab_id: str, namespace: str, kind: str) -> list[str]:
+    """How a command runs in a lab device: a server with its own hostname, a switch in its namespace."""
+    return node_argv_for(lab_id, namespace, []) if kind == "server" else ["ip", "netns", "exec", namespace]
+
+
 def node_argv(lab_id: str, node: str, command: Sequence[str]) -> list[str]:
     """argv that runs `command` inside a lab server (its network, hostname and /etc/hosts)."""
     state = read_state(lab_id)

@@ -7,6 +7,7 @@ import subprocess
 from collections.abc import Sequence
 
 from gpunet.errors import CommandError, LabError, LabUsageError
+from gpunet.lab.access import device_prefix
 from gpunet.lab.frr import frr_switches, restart_frr, wait_converged
 from gpunet.lab.lldpd import wait_until_heard
 from gpunet.lab.miswire import expected_neighbours, miswire_fault, swap_far_ends
@@ -68,15 +69,9 @@ def await_lldp(state: LabState, fault: Fault, *, swapped: bool) -> None:
     if not state.lldp:
         return
     expected = expected_neighbours(state, fault, swapped=swapped)
-    wrong = wait_until_heard(expected, lambda ns: _ns_prefix(state, ns))
+    wrong = wait_until_heard(expected, lambda ns: device_prefix(state.lab_id, ns, state.namespaces[ns]))
     if wrong:
         raise LabError(f"the miswire is in place but LLDP does not show it yet: {'; '.join(wrong)}")
-
-
-def _ns_prefix(state: LabState, ns: str) -> list[str]:
-    if ns in state.servers.values():
-        return ["nsenter", f"--uts={lab_dir(state.lab_id) / 'uts' / ns}", "ip", "netns", "exec", ns]
-    return ["ip", "netns", "exec", ns]
 
 
 def _apply(lab_id: str, target: str, kind: str, value: str, run: CommandRunner) -> Fault:

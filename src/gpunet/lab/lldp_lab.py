@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 
 from gpunet.errors import LabError, LabUsageError
-from gpunet.lab.access import node_argv_for
+from gpunet.lab.access import device_prefix
 from gpunet.lab.faults import await_lldp
 from gpunet.lab.lldpd import TX_INTERVAL_S, lldpd_available, silent_ports, start_lldpd, wait_for_sockets
 from gpunet.lab.management import MANAGEMENT_PORTS
@@ -30,11 +30,6 @@ def lldp_note(running: bool) -> str:
     if not lldpd_available():
         return NO_LLDPD
     return LLDP_RUNNING if running else LLDP_ON_DEMAND
-
-
-def device_prefix(lab_id: str, namespace: str, kind: str) -> list[str]:
-    """How a command runs in a lab device: a server with its own hostname, a switch in its namespace."""
-    return node_argv_for(lab_id, namespace, []) if kind == "server" else ["ip", "netns", "exec", namespace]
 
 
 def start_lab_lldpd(lab_id: str, namespaces: Mapping[str, str]) -> None:
