@@ -9,7 +9,7 @@ import shutil
 import socket
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from gpunet.errors import LabUsageError
 from gpunet.lab import frr
 from gpunet.lab.frr import choose_routing, daemons_for, unconverged, vtysh_argv
 from gpunet.model.switching import sessions
+from gpunet.probe.frr import parse_frr_route_json
 from gpunet.render.switch.frr import render_frr
 from tests.checks.frr_record import plan as recorded_plan
 
@@ -27,6 +28,12 @@ RECORDED = Path(__file__).parent.parent / "fixtures" / "switch_check" / "lab-frr
 
 def recorded(switch: str, name: str) -> str:
     return (RECORDED / switch / name).read_text()
+
+
+def widths(route_json: str) -> Callable[[], dict[str, int]]:
+    """The switch's table as the lab reads it (prefix -> next hops forwarded by), from the FIB next
+    hops of zebra's selected routes: what zebra installs in the kernel."""
+    return lambda: {r.prefix: r.width for r in parse_frr_route_json(route_json) if r.selected}
 
 
 def test_a_leaf_needs_staticd_for_its_host_routes_and_a_spine_does_not() -> None:
@@ -56,7 +63,7 @@ def test_vtysh_reaches_the_switchs_own_sockets_under_the_lab_directory() -> None
 def test_a_converged_spine_leaves_nothing_pending(switch: str) -> None:
     plan = recorded_plan()
     bgp, routes = recorded(switch, "show_bgp_summary_json.txt"), recorded(switch, "show_ip_route_json.txt")
-    assert unconverged(plan, plan.switches_by_name[switch], bgp, lambda: routes) == []
+    assert unconverged(plan, plan.switches_by_name[switch], bgp, widths(routes)) == []
 
 
 def test_a_leaf_without_its_own_host_routes_is_pending() -> None:
@@ -66,7 +73,7 @@ def test_a_leaf_without_its_own_host_routes_is_pending() -> None:
     plan = recorded_plan()
     leaf = plan.switches_by_name["comp-leaf001"]
     pending = unconverged(plan, leaf, recorded(leaf.name, "show_bgp_summary_json.txt"),
-                          lambda: recorded(leaf.name, "show_ip_route_json.txt"))
+                          widths(recorded(leaf.name, "show_ip_route_json.txt")))
     assert pending and all(p.startswith("comp-leaf001: no route to its host 198.19.0.") for p in pending)
 
 
@@ -75,7 +82,7 @@ def test_a_session_not_established_is_pending_by_its_peer() -> None:
     data = json.loads(recorded("comp-leaf001", "show_bgp_summary_json.txt"))
     peer = next(iter(data["ipv4Unicast"]["peers"]))
     data["ipv4Unicast"]["peers"][peer]["state"] = "Active"
-    pending = unconverged(plan, plan.switches_by_name["comp-leaf001"], json.dumps(data), lambda: "{}")
+    pending = unconverged(plan, plan.switches_by_name["comp-leaf001"], json.dumps(data), widths("{}"))
     assert len(pending) == 1 and peer in pending[0] and "Active" in pending[0]
 
 
@@ -85,15 +92,18 @@ def test_a_prefix_short_of_next_hops_is_pending_by_its_leaf() -> None:
     remote = plan.switches_by_name["comp-leaf002"]
     routes[f"{remote.loopback}/32"][0]["nexthops"] = routes[f"{remote.loopback}/32"][0]["nexthops"][:1]
     pending = unconverged(plan, plan.switches_by_name["comp-leaf001"],
-                          recorded("comp-leaf001", "show_bgp_summary_json.txt"), lambda: json.dumps(routes))
+                          recorded("comp-leaf001", "show_bgp_summary_json.txt"), widths(json.dumps(routes)))
     narrow = [p for p in pending if "routes to" in p]
     assert narrow == ["comp-leaf001: routes to comp-leaf002 1 of 5 prefixes under 4 next hops"]
 
 
 def test_unreadable_output_is_pending_not_converged() -> None:
     plan = recorded_plan()
-    assert unconverged(plan, plan.switches_by_name["comp-leaf001"], "", lambda: "") == [
+    assert unconverged(plan, plan.switches_by_name["comp-leaf001"], "", widths("")) == [
         "comp-leaf001: bgp summary not readable yet"]
+    bgp = recorded("comp-leaf001", "show_bgp_summary_json.txt")
+    assert unconverged(plan, plan.switches_by_name["comp-leaf001"], bgp, widths("")) == [
+        "comp-leaf001: routes not readable yet (show ip route json: line 1: not JSON: Expecting value)"]
 
 
 def test_pending_is_one_entry_per_switch_and_converged_switches_are_not_asked_again(
@@ -103,19 +113,17 @@ def test_pending_is_one_entry_per_switch_and_converged_switches_are_not_asked_ag
     down = json.loads(recorded("comp-spine001", "show_bgp_summary_json.txt"))
     for peer in down["ipv4Unicast"]["peers"].values():
         peer["state"] = "Connect"
-    files = {"show bgp summary json": {"comp-spine001": json.dumps(down),
-                                       "comp-spine002": recorded("comp-spine002", "show_bgp_summary_json.txt")},
-             "show ip route json": {s: recorded(s, "show_ip_route_json.txt") for s in ("comp-spine001",
-                                                                                       "comp-spine002")}}
-    asked: list[str] = []
+    summaries = {"comp-spine001": json.dumps(down),
+                 "comp-spine002": recorded("comp-spine002", "show_bgp_summary_json.txt")}
 
     def vty_show(lab_dir: Path, ns: str, daemon: str, command: str) -> str:
         del lab_dir
-        assert daemon == ("bgpd" if "bgp" in command else "zebra")
-        asked.append(ns)
-        return files[command][ns.removeprefix("gnt-")]
+        assert (daemon, command) == ("bgpd", "show bgp summary json")
+        return summaries[ns.removeprefix("gnt-")]
 
     monkeypatch.setattr(frr, "vty_show", vty_show)
+    monkeypatch.setattr(frr, "route_widths", lambda ns: widths(recorded(ns.removeprefix("gnt-"),
+                                                                        "show_ip_route_json.txt"))())
     switches = {"gnt-comp-spine001": "comp-spine001", "gnt-comp-spine002": "comp-spine002"}
     with ThreadPoolExecutor(max_workers=2) as pool:
         pending = frr.converged_pending(plan, switches, Path("/nowhere"), pool)

@@ -5,6 +5,7 @@ not here, sockets seen there, an echo answered or not, a hostname pinned."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import struct
@@ -34,6 +35,24 @@ DIAG_INET6 = bytes.fromhex(
     "8400000014000200010000009c5600000a0a000008ae000000000000000000000000000000000000000000000000000000000000"
     "0000000000000000ea9c00000000000000000000000000008000000000000000f45f3b02050008000000000005000b0000000000"
     "08000f00000000000c001500010000000000000006001600120000001400000003000200010000009c56000000000000")
+# rtnetlink's answer to `_routes_request` in a namespace of two veth ports, gna up and gnc link-down
+# (its peer down), with a /31 on each, 198.18.4.1/32 via gna, 198.18.4.2/32 via gnc and 198.18.4.17/32
+# over both (`ip route add ... nexthop via 198.18.2.1 dev gna nexthop via 198.18.2.3 dev gnc`):
+# recorded on Linux 6.18, the local table's routes in it too
+ROUTE_DUMP = bytes.fromhex(
+    "3c0000001800020001000000866d0000021f0000fe02fd010000000008000f00fe00000008000100c612020008000700c6120200"
+    "08000400030000003c0000001800020001000000866d0000021f0000fe02fd011000000008000f00fe00000008000100c6120202"
+    "08000700c61202020800040005000000340000001800020001000000866d000002200000fe03fd010000000008000f00fe000000"
+    "08000100c612040108000400030000003c0000001800020001000000866d000002200000fe0300011000000008000f00fe000000"
+    "08000100c612040208000500c61202030800040005000000500000001800020001000000866d000002200000fe03000100000000"
+    "08000f00fe00000008000100c612041124000900100000000300000008000500c6120201100010000500000008000500c6120203"
+    "3c0000001800020001000000866d000002080000ff02fe020000000008000f00ff000000080001007f000000080007007f000001"
+    "08000400010000003c0000001800020001000000866d000002200000ff02fe020000000008000f00ff000000080001007f000001"
+    "080007007f00000108000400010000003c0000001800020001000000866d000002200000ff02fd030000000008000f00ff000000"
+    "080001007fffffff080007007f00000108000400010000003c0000001800020001000000866d000002200000ff02fe0200000000"
+    "08000f00ff00000008000100c612020008000700c612020008000400030000003c0000001800020001000000866d000002200000"
+    "ff02fe020000000008000f00ff00000008000100c612020208000700c61202020800040005000000140000000300020001000000"
+    "866d000000000000")
 IF_INET6_SETTLING = """\
 fe80000000000000d89c87fffe880cbc 02 40 20 c0     gnc0
 20010db8000000000000000000000007 02 40 00 c0     gnc0
@@ -53,6 +72,21 @@ def test_an_error_answer_is_an_error_not_an_empty_namespace() -> None:
     refused = struct.pack("=IHHIIi", 36, 2, 0, 1, 0, -1) + bytes(16)  # NLMSG_ERROR, EPERM
     with pytest.raises(LabError, match="sock_diag refused the dump: Operation not permitted"):
         inside.diag_listeners(refused)
+
+
+def test_route_widths_count_the_next_hops_the_kernel_forwards_by() -> None:
+    assert inside.kernel_route_widths(ROUTE_DUMP) == {
+        "198.18.2.0/31": 1, "198.18.2.2/31": 0,  # the main table only: no local or broadcast route
+        "198.18.4.1/32": 1, "198.18.4.2/32": 0,  # a route out of a link-down port forwards nothing
+        "198.18.4.17/32": 1}  # two next hops, one link-down
+
+
+def test_a_route_dump_cut_short_or_refused_is_an_error_not_routes_missing() -> None:
+    with pytest.raises(LabError, match="did not end"):
+        inside.kernel_route_widths(ROUTE_DUMP[:-20])
+    refused = struct.pack("=IHHIIi", 36, 2, 0, 1, 0, -1) + bytes(16)  # NLMSG_ERROR, EPERM
+    with pytest.raises(LabError, match="rtnetlink refused the route dump: Operation not permitted"):
+        inside.kernel_route_widths(refused)
 
 
 def test_addresses_in_duplicate_address_detection_are_unsettled_then_settled() -> None:
@@ -79,6 +113,13 @@ def test_the_parsers_never_raise_on_any_input(text: str, answer: bytes) -> None:
         inside.diag_listeners(answer)
     except LabError as exc:  # an error message with a non-zero code: said, never a crash
         assert "sock_diag refused" in str(exc)
+    for dump in (answer, ROUTE_DUMP[:len(answer)] + answer):
+        try:
+            widths = inside.kernel_route_widths(dump)
+        except LabError as exc:
+            assert "route dump" in str(exc)
+        else:
+            assert all(0 <= width <= len(dump) for width in widths.values())
 
 
 def test_a_sysctl_name_becomes_its_path_under_proc_sys_and_nothing_else() -> None:
@@ -147,6 +188,16 @@ def test_a_listener_there_is_seen_and_one_here_is_not(namespace: str) -> None:
 def test_an_echo_is_answered_where_the_target_is_and_not_where_it_is_not(namespace: str) -> None:
     assert inside.answers(namespace, "198.18.255.1", "198.18.255.1")
     assert not inside.answers(namespace, "198.18.255.1", "198.18.254.9", timeout_s=0.3)  # no route: at once
+
+
+@pytest.mark.lab
+def test_the_routes_read_there_are_the_namespaces_main_table(namespace: str) -> None:
+    subprocess.run(["ip", "-n", namespace, "route", "replace", "198.18.254.0/24", "dev", "lo"], check=True)
+    widths = inside.route_widths(namespace)
+    shown = subprocess.run(["ip", "-n", namespace, "-j", "route", "show", "table", "main"], capture_output=True,
+                           text=True, check=True).stdout
+    assert widths.get("198.18.254.0/24") == 1
+    assert set(widths) == {r["dst"] if "/" in r["dst"] else f"{r['dst']}/32" for r in json.loads(shown)}
 
 
 @pytest.mark.lab

@@ -116,6 +116,27 @@ def test_a_ready_lab_is_never_refused_even_with_no_time_to_wait() -> None:
         wait_ready([Condition("sshd", 8, lambda: ["gpu1 (x)"])], deadline_s=0, clock=clock, sleep=clock.sleep)
 
 
+def test_a_condition_is_looked_at_in_the_round_its_needs_are_first_seen_holding() -> None:
+    clock = FakeClock()
+    bgp, bgp_calls = counting([["leaf1: 198.18.2.1 Active"], ["leaf1: 198.18.2.1 Active"], []])
+    routes, routes_calls = counting([["gpu1->gpu5"], []])
+    timings = wait_ready([Condition("bgp", 4, bgp), Condition("routes", 8, routes, needs=("bgp",))], 60,
+                         clock=clock, sleep=clock.sleep)
+    assert bgp_calls[0] == 3 and routes_calls[0] == 2  # routes first asked in the round BGP held
+    assert timings == {"bgp": ConditionTiming(ready_s=2 * POLL_S, checked=4),
+                       "routes": ConditionTiming(ready_s=3 * POLL_S, checked=8)}
+
+
+def test_a_condition_waits_while_what_it_needs_is_pending_and_says_so() -> None:
+    clock = FakeClock()
+    routes, routes_calls = counting([[]])
+    with pytest.raises(LabNotReady) as caught:
+        wait_ready([Condition("routes", 8, routes, needs=("bgp",)), Condition("bgp", 4, lambda: ["leaf1: down"])],
+                   1, clock=clock, sleep=clock.sleep)
+    assert routes_calls[0] == 0
+    assert caught.value.pending["routes"] == ["waiting for bgp"]
+
+
 def test_time_spent_observing_counts_against_the_deadline() -> None:
     """A slow observation (commands on a loaded host) cannot stretch the wait past its deadline."""
     clock = FakeClock()

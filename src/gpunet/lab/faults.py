@@ -193,9 +193,9 @@ def _heal(lab_id: str, target: str | None, run: CommandRunner) -> list[Fault]:
         _forget_path_mtus(state, run)
     write_state(state.model_copy(update={"faults": tuple(f for f in state.faults if f not in healed)}))
     if state.routing == "frr" and any(f.kind in ("down", "miswire") for f in healed):
-        moved = {ns for f in healed if f.kind == "miswire" for name in (f.cable, f.other)
-                 if name in by_cable for ns, _ in _ends(by_cable[name]) if state.namespaces.get(ns) == "router"}
-        restart_frr(lab_dir(state.lab_id), moved)
+        flapped = {ns for f in healed if f.kind in ("down", "miswire") for name in (f.cable, f.other)
+                   if name in by_cable for ns, _ in _ends(by_cable[name]) if state.namespaces.get(ns) == "router"}
+        restart_frr(lab_dir(state.lab_id), flapped)
         _reconverged(state)
     return healed
 

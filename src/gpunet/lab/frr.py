@@ -26,16 +26,16 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from gpunet.errors import LabError, LabUsageError, ParseError
-from gpunet.lab.inside import NETNS_DIR
+from gpunet.lab.inside import NETNS_DIR, route_widths
 from gpunet.lab.netns import kill_pids
 from gpunet.lab.state import Routing
 from gpunet.model.plan import Plan, Switch
 from gpunet.model.switching import Session, ecmp_next_hops, host_routes, plane_of, sessions
-from gpunet.probe.frr import BgpPeer, Route, parse_bgp_summary_json, parse_frr_route_json
+from gpunet.probe.frr import BgpPeer, parse_bgp_summary_json
 
 FRR_BIN = Path("/usr/lib/frr")
 REQUIRED = ("zebra", "bgpd")
@@ -142,25 +142,6 @@ def _load_configs(dirs: Mapping[str, Path]) -> None:
         raise LabError(f"FRR refused the rendered frr.conf: {'; '.join(refused[:3])}")
 
 
-class FrrStart:
-    """`start_frr` in the background of the rest of a lab's build: the daemons' start-up (each
-    `-d` parent waits until its daemon is up) overlaps sshd's and lldpd's. `join` returns once it is
-    done, or raises what it raised."""
-
-    def __init__(self, lab_dir: Path, confs: Mapping[str, str]) -> None:
-        self.lab_dir, self.confs = lab_dir, confs
-        self.running: Future[None] | None = None
-
-    def begin(self) -> None:
-        background = ThreadPoolExecutor(max_workers=1)
-        self.running = background.submit(start_frr, self.lab_dir, self.confs)
-        background.shutdown(wait=False)  # the start runs on; `join` waits for it
-
-    def join(self) -> None:
-        if self.running is not None:
-            self.running.result()
-
-
 def _let_frr_through(lab_dir: Path) -> None:
     """This lab's directory and its FRR folder: root's, group frr may pass through (0710). The labs'
     root is passable by anyone (0711: names cannot be listed, a lab's own directory stays closed),
@@ -205,7 +186,7 @@ def _wait_for(files: Mapping[str, list[Path]], what: str) -> None:
     waiting = dict(files)
     while waiting and time.monotonic() < deadline:
         waiting = {ns: paths for ns, paths in waiting.items() if not all(p.exists() for p in paths)}
-        time.sleep(0.05)
+        time.sleep(0.01)
     if waiting:
         late = sorted(waiting)
         raise LabError(f"FRR in {', '.join(late[:3])} did not write its {what} within {START_TIMEOUT_S:g} s; see "
@@ -214,11 +195,14 @@ def _wait_for(files: Mapping[str, list[Path]], what: str) -> None:
 
 def restart_frr(lab_dir: Path, namespaces: set[str]) -> None:
     """The daemons of these switches stopped and started again from the frr.conf `lab up` wrote
-    there. A miswire moves a port into another namespace and back, which no real switch sees; FRR
-    8.4's nexthop tracking can then keep the neighbours on the switch's other ports 'inaccessible'
-    (bgpd's nexthop cache invalid while zebra resolves them: one ECMP path of eight, seen in about
-    one heal in three), so a switch whose ports moved starts afresh, as one power-cycled after
-    re-patching would."""
+    there: a switch one of whose ports went down and came back (a healed cable) starts afresh, as
+    one power-cycled after re-patching would. FRR 8.4 does not route over such a port as planned
+    again: a port that went down loses its next hop in the kernel's ECMP group and zebra, once it is
+    back, makes the next hop again but not the group (its `show nexthop-group rib` says installed,
+    with 22 next hops; the kernel's group forwards by 21: seen on every heal of a storage uplink);
+    and after a miswire (a port moved into another namespace and back, which no real switch sees)
+    its nexthop tracking can keep the neighbours on the other ports 'inaccessible' (one ECMP path
+    of eight, in about one heal in three)."""
     running = {ns: switch_dir(lab_dir, ns) / "frr.conf" for ns in namespaces}
     confs = {ns: conf.read_text() for ns, conf in running.items() if conf.is_file()}
     if not confs:
@@ -305,11 +289,12 @@ def _zombie(pid: int) -> bool:
 
 # --- converged: every planned session Established, every leaf's routes over every planned hop ------
 
-def unconverged(plan: Plan, switch: Switch, bgp_json: str, route_json: Callable[[], str]) -> list[str]:
+def unconverged(plan: Plan, switch: Switch, bgp_json: str, widths: Callable[[], Mapping[str, int]]) -> list[str]:
     """What keeps one switch from being converged, as "switch: ..." (empty once it is): planned
     sessions not Established, its own hosts' routes, and other leaves' prefixes with fewer next
-    hops than planned (`route_json` is read only once every session is up). Unreadable output
-    counts as not converged (looked at again)."""
+    hops than planned. `widths` (prefix -> next hops forwarded by; read only once every session is
+    up) is the switch's kernel table in the lab (inside.route_widths: what zebra installed, which is
+    what forwards). Unreadable answers count as not converged (looked at again)."""
     try:
         summary = parse_bgp_summary_json(bgp_json)
     except ParseError:
@@ -320,11 +305,11 @@ def unconverged(plan: Plan, switch: Switch, bgp_json: str, route_json: Callable[
     if down:
         return down
     try:
-        routes = {r.prefix: r for r in parse_frr_route_json(route_json()) if r.selected}
-    except ParseError:
-        return [f"{switch.name}: routes not readable yet"]
+        routes = widths()
+    except (LabError, ParseError, OSError) as exc:
+        return [f"{switch.name}: routes not readable yet ({exc})"]
     own = [f"{switch.name}: no route to its host {r.address}" for r in host_routes(plan, switch)
-           if _width(routes.get(f"{r.address}/32")) == 0]
+           if routes.get(f"{r.address}/32", 0) == 0]
     return own + [f"{switch.name}: routes to {leaf} {short}" for leaf, short in _narrow(plan, switch, routes).items()]
 
 
@@ -345,21 +330,17 @@ def _state(peers: Mapping[str, BgpPeer], plan: Plan, switch: Switch, session: Se
     return peer.state if peer is not None else "no session"
 
 
-def _narrow(plan: Plan, switch: Switch, routes: Mapping[str, Route]) -> dict[str, str]:
+def _narrow(plan: Plan, switch: Switch, widths: Mapping[str, int]) -> dict[str, str]:
     """Per other leaf whose prefixes lack next hops: how many prefixes fall short."""
     short = {}
     for leaf_name, hops in ecmp_next_hops(plan, switch).items():
         leaf = plan.switches_by_name[leaf_name]
         prefixes = [f"{leaf.loopback}/32", *(f"{r.address}/32" for r in host_routes(plan, leaf))]
         width = len(hops)
-        narrow = [p for p in prefixes if _width(routes.get(p)) < width]
+        narrow = [p for p in prefixes if widths.get(p, 0) < width]
         if narrow:
             short[leaf_name] = f"{len(narrow)} of {len(prefixes)} prefixes under {width} next hops"
     return short
-
-
-def _width(route: Route | None) -> int:
-    return route.width if route is not None else 0
 
 
 def converged_pending(plan: Plan, switches: dict[str, str], lab_dir: Path, pool: ThreadPoolExecutor) -> list[str]:
@@ -370,8 +351,7 @@ def converged_pending(plan: Plan, switches: dict[str, str], lab_dir: Path, pool:
 
     def look(ns: str) -> list[str]:
         summary = vty_show(lab_dir, ns, "bgpd", "show bgp summary json")
-        return unconverged(plan, plan.switches_by_name[switches[ns]], summary,
-                           lambda: vty_show(lab_dir, ns, "zebra", "show ip route json"))
+        return unconverged(plan, plan.switches_by_name[switches[ns]], summary, lambda: route_widths(ns))
 
     found = dict(zip(names, pool.map(look, names), strict=True))
     for ns, pending in found.items():

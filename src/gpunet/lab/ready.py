@@ -78,8 +78,7 @@ def wait_ready(conditions: Sequence[Condition], deadline_s: float, *, clock: Cal
     waiting = list(conditions)
     pending: dict[str, list[str]] = {}
     while waiting:
-        pending = {c.name: c.pending() if not set(c.needs) & {w.name for w in waiting} else
-                   [f"waiting for {', '.join(c.needs)}"] for c in waiting}
+        pending = _look(waiting)
         now = clock() - started
         timings |= {c.name: ConditionTiming(ready_s=round(now, 3), checked=c.checked)
                     for c in waiting if not pending[c.name]}
@@ -90,6 +89,18 @@ def wait_ready(conditions: Sequence[Condition], deadline_s: float, *, clock: Cal
         if waiting:
             sleep(POLL_S)
     return {c.name: timings[c.name] for c in conditions}
+
+
+def _look(waiting: Sequence[Condition]) -> dict[str, list[str]]:
+    """One look at each waiting condition, in order: one whose needs held earlier in the same round
+    is looked at in it (the pings go out as soon as BGP is seen converged, not a poll later)."""
+    pending: dict[str, list[str]] = {}
+    still = {w.name for w in waiting}
+    for condition in waiting:
+        # a need looked at this round holds if nothing of it is pending; one not looked at, if it held before
+        unmet = [need for need in condition.needs if pending.get(need, need in still)]
+        pending[condition.name] = [f"waiting for {', '.join(unmet)}"] if unmet else condition.pending()
+    return pending
 
 
 def describe_pending(waiting: Sequence[Condition], pending: Mapping[str, Sequence[str]]) -> str:
