@@ -16,6 +16,7 @@ from gpunet.api import plan_spec
 from gpunet.errors import LabError
 from gpunet.lab.build import lab_down, lab_up
 from gpunet.lab.faults import apply_fault, heal
+from gpunet.lab.frr import crash_log_folder
 from gpunet.lab.sshd import ssh_argv
 from gpunet.lab.state import LabState, lab_dir, read_state
 from tests.lab.conftest import SMALL_LAB_ID
@@ -242,10 +243,14 @@ def _netns_now() -> list[str]:
 
 
 def test_module_lab_is_gone_after_down() -> None:
-    """Runs last in this module: the fixture lab's own teardown path, checked the same way."""
-    with built_lab(DOWN_LAB):
-        pass
+    """Runs last in this module: the fixture lab's own teardown path, checked the same way, and the
+    crash-log folder each FRR daemon keeps under /var/tmp/frr (named by its PID before `-d` forked it)."""
+    with built_lab(DOWN_LAB) as state:
+        pids = list((lab_dir(DOWN_LAB) / "frr").glob("*/*.pid"))
+        crash_logs = [crash_log_folder(int(pid.read_text()), pid.stem) for pid in pids]
+        assert state.routing != "frr" or (pids and all(f is not None and f.is_dir() for f in crash_logs))
     assert leftovers(DOWN_LAB) == []
+    assert [folder for folder in crash_logs if folder is not None and folder.exists()] == []
     lab_down(DOWN_LAB)  # idempotent
     assert leftovers(DOWN_LAB) == []
 

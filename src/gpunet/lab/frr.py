@@ -20,6 +20,7 @@ from __future__ import annotations
 import grp
 import os
 import pwd
+import re
 import shutil
 import signal
 import socket
@@ -46,6 +47,8 @@ BARE = "bare.conf"  # what each daemon reads itself: nothing
 START_TIMEOUT_S = 15.0  # every daemon's pid file and zebra's socket; seconds, not minutes, even on 2 busy cores
 STOP_WAIT_S = 3.0
 CRASH_LOGS = Path("/var/tmp/frr")  # FRR 8's per-daemon folder, <daemon>.<pid>
+CRASH_LOG_FILE = re.compile(r" /var/tmp/frr/(zebra|staticd|bfdd|bgpd)\.([0-9]{1,10})/logbuf\.[0-9]{1,10}$", re.M)
+MAX_MAPS_BYTES = 1 << 20  # a daemon's /proc/PID/maps: a few hundred lines
 RECONVERGE_S = 30.0  # a session over a cable back up: FRR retries every 5 s (the rendered connect-retry)
 VTY_END = b"\0\0\0"  # a daemon ends each answer on its vty socket with three NULs and a status byte
 VTY_OK = 0
@@ -235,10 +238,26 @@ def kill_frr(lab_dir: Path, namespaces: set[str]) -> list[int]:
     lab. The crash-log folder each daemon keeps (/var/tmp/frr/<daemon>.<pid>, which a stopped
     daemon removes itself) goes too. Their PIDs, for `await_frr`."""
     found = list(_own_daemons(lab_dir / SUBDIR, namespaces))
-    for pid, daemon in found:
+    folders = [crash_log_folder(pid, daemon) for pid, daemon in found]  # read while they are alive
+    for pid, _ in found:
         _signal(pid, signal.SIGKILL)
-        shutil.rmtree(CRASH_LOGS / f"{daemon}.{pid}", ignore_errors=True)
+    for folder in folders:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
     return [pid for pid, _ in found]
+
+
+def crash_log_folder(pid: int, daemon: str) -> Path | None:
+    """The daemon's crash-log folder, from the log buffers it has mapped: named by the PID it had
+    before `-d` forked it into the background, never the one in its pid file (a folder named by
+    that one is not there: lab down had left every daemon's behind, thousands a day)."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as maps:
+            mapped = maps.read(MAX_MAPS_BYTES).decode(errors="replace")
+    except OSError:
+        return None
+    found = CRASH_LOG_FILE.search(mapped)
+    return CRASH_LOGS / f"{daemon}.{found[2]}" if found is not None and found[1] == daemon else None
 
 
 def await_frr(pids: list[int], namespaces: set[str]) -> None:
