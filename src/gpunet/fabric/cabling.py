@@ -122,7 +122,7 @@ class _Fabric:
 def check_cabling(plan: Plan, observation: Observation, planes: Iterable[str]) -> CablingReport:
     with bulk_objects():  # a verdict for each of a 1M-GPU plan's 10^6 cables: no collector passes over them
         fabric = _Fabric(plan, observation, planes)
-        verdicts = {name: _verdict(fabric, link) for link, name in zip(fabric.checked, fabric.names, strict=True)}
+        verdicts = _verdicts(fabric)
         findings = list(_findings(fabric, verdicts))
         swapped = {c for f in findings if f.kind == "swapped" for c in f.cables}
         cables = tuple(updated(v, {"verdict": "swapped"}) if v.verdict == "miswired" and name in swapped else v
@@ -134,12 +134,23 @@ def check_cabling(plan: Plan, observation: Observation, planes: Iterable[str]) -
 VERDICT_SET = {"plane", "a", "b", "verdict"}  # the fields a verdict is made with: `observed` is left to its default
 
 
+def _verdicts(fabric: _Fabric) -> dict[str, CableVerdict]:
+    """Each checked cable's verdict, under its name (a name given twice: one verdict, the last)."""
+    verdicts: dict[str, CableVerdict] = {}
+    for link, name in zip(fabric.checked, fabric.names, strict=True):
+        verdicts[name] = _verdict(fabric, link)
+    return verdicts
+
+
 def _verdict(fabric: _Fabric, link: Link) -> CableVerdict:
     a, b = link.a, link.b
     # Built as trusted: every value is the Plan's or one of the verdicts above (a million validations at 1M GPUs).
     base = trusted(CableVerdict, VERDICT_SET, {"plane": link.plane, "a": f"{a.device}:{a.port}",
                                                "b": f"{b.device}:{b.port}", "verdict": "ok", "observed": ""})
-    direct = _direct(fabric, (a.device, a.port), (b.device, b.port))  # plain tuples, as cable_at's keys
+    near, far = (a.device, a.port), (b.device, b.port)  # plain tuples, as first_at's keys
+    first = fabric.first_at.get(near)
+    # _direct's common case inline (every end of a healthy fabric: one link, the planned one)
+    direct = first if first is None or (first.b if near == first.a else first.a) == far else _direct(fabric, near, far)
     if direct is not None:
         fabric.shown.add(id(direct))
         return _rate(fabric, link, direct, base)

@@ -71,10 +71,15 @@ class Names:
 
     def __init__(self, plan: Plan) -> None:
         self.switch_radix = {s.name: s.radix for s in plan.switches}
-        self.interfaces = {n.name: {i.name for i in n.interfaces} for n in plan.nodes}
         self.hcas = {(n.name, i.hca): i.name for n in plan.nodes for i in n.interfaces if i.hca}
-        self.lower = {name.lower(): name for name in [*self.switch_radix, *self.interfaces]}
+        self.lower = {name.lower(): name for name in [*self.switch_radix, *(n.name for n in plan.nodes)]}
         self._plan = plan
+
+    @cached_property
+    def interfaces(self) -> dict[str, set[str]]:
+        """node -> its interface names, for ports reported by name (LLDP): an InfiniBand fabric names
+        its ports by HCA and number, and needs none of a 1M-GPU plan's 125 000 sets."""
+        return {n.name: {i.name for i in n.interfaces} for n in self._plan.nodes}
 
     @cached_property
     def planned_far(self) -> dict[End, End]:
