@@ -199,9 +199,19 @@ def _expected_speed(observation: Observation, gbps: int) -> str | None:
 def _findings(fabric: _Fabric, verdicts: dict[str, CableVerdict]) -> Iterator[CablingFinding]:
     used: set[str] = set()
     rails = list(_off_rail(fabric))
-    off_rail = {f.cables[0]: f for f in rails if f.cables}
-    # The cables not ok: the loops below pass every other one (all but a few) with one set lookup.
+    # The cables not ok: the loops over the cables pass every other one (all but a few) with one set
+    # lookup, and are not run where there is none (a healthy fabric).
     faulty = {name for name, verdict in verdicts.items() if verdict.verdict != "ok"}
+    if faulty:
+        yield from _cable_findings(fabric, verdicts, faulty, {f.cables[0]: f for f in rails if f.cables}, used)
+    yield from _unplanned(fabric)
+    yield from (f for f in rails if not set(f.cables) & used)
+
+
+def _cable_findings(fabric: _Fabric, verdicts: dict[str, CableVerdict], faulty: set[str],
+                    off_rail: dict[str, CablingFinding], used: set[str]) -> Iterator[CablingFinding]:
+    """The findings of the cables not ok (`faulty`): miswirings first, then the rest; `used` gets
+    the cables each one names."""
     for link, name in zip(fabric.checked, fabric.names, strict=True):
         if name not in faulty or name in used or verdicts[name].verdict != "miswired":
             continue
@@ -216,8 +226,6 @@ def _findings(fabric: _Fabric, verdicts: dict[str, CableVerdict]) -> Iterator[Ca
         if name not in used and verdict.verdict in ("missing", "speed", "width"):
             used.add(name)
             yield _simple(fabric, link, verdict)
-    yield from _unplanned(fabric)
-    yield from (f for f in rails if not set(f.cables) & used)
 
 
 def _with_rails(finding: CablingFinding, rails: list[CablingFinding]) -> CablingFinding:

@@ -205,10 +205,13 @@ def _ports_of(topology: IbTopology, node_ids: set[str]) -> dict[str, list[tuple[
     return ports
 
 
+PORT_TEXT = tuple(map(str, range(256)))  # a switch port's number as the Plan names it: the parser admits 0-255
+
+
 def _ib_end(ends: dict[str, tuple[str, str | None]], node_id: str, port: int) -> End:
     """An HCA's port 1 is its planned interface (ib3); a second port is named interface/port."""
     found = ends.get(node_id)
     device, hca_interface = found if found is not None else (UNKNOWN + node_id, None)
     if hca_interface is not None:
         return new_end(End, (device, hca_interface if port == 1 else f"{hca_interface}/{port}"))
-    return new_end(End, (device, str(port)))
+    return new_end(End, (device, PORT_TEXT[port] if 0 <= port < len(PORT_TEXT) else str(port)))
