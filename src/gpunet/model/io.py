@@ -34,8 +34,9 @@ def read_plan(path: Path) -> Plan:
     Parsed to Python values first (pydantic's own JSON parser), the bytes dropped, then those
     validated: the same validation as of the bytes, for values JSON can hold, but model_validate_json
     holds its parse tree of the whole file (5x the file: 7 GB of a 1M-GPU plan's 1.4 GB) beside the
-    models it builds, and the Python values are a little over half of that, given back once validated.
-    The collector is paused for both (bulk_objects): parsing makes millions of containers too."""
+    models it builds, and the Python values are a little over half of that, given back as the nodes
+    and cables are validated, a chunk at a time (_validated). The collector is paused for both
+    (bulk_objects): parsing makes millions of containers too."""
     try:
         raw = read_bytes(path, MAX_PLAN_BYTES, "plan")
     except UsageError as exc:
