@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from gpunet.model.nodeset import parse_nodeset
 
 if TYPE_CHECKING:
-    from gpunet.model.plan import Link, Plan, Port
+    from gpunet.model.plan import Link, Plan, Port, Switch
 
 
 def cross_reference_problems(plan: Plan) -> Iterator[str]:
@@ -31,7 +31,7 @@ def cross_reference_problems(plan: Plan) -> Iterator[str]:
     yield from _link_problems(plan, interfaces.ports, p2p)
     yield from _gateway_problems(plan)
     yield from interfaces.outside
-    yield from _switch_address_problems(plan, interfaces.addresses)
+    yield from _switch_address_problems(plan, interfaces.switch_held)
     yield from p2p
     yield from _flow_problems(plan)
 
@@ -44,7 +44,9 @@ class _Interfaces:
     # node -> its interface names (a later node of the same name over an earlier one's: a name
     # given twice, reported first)
     ports: dict[str, Collection[str]] = field(default_factory=dict)
-    addresses: set[str] = field(default_factory=set)  # without their prefix
+    # the nodes' addresses (without their prefix) that are also a switch's: all _switch_address_problems
+    # asks of them, without a set of a 1M-GPU plan's 1.5 million
+    switch_held: set[str] = field(default_factory=set)
     outside: list[str] = field(default_factory=list)  # the problems of interfaces off their plane, in order
 
     @classmethod
@@ -55,7 +57,8 @@ class _Interfaces:
         # (dotted quads inet_aton reads as IPv4Address would), and a million IPv4Address objects
         # would take seconds
         masks = {name: (int(net.network_address), int(net.netmask)) for name, net in subnets.items()}
-        hostnames, addresses, outside = found.hostnames, found.addresses, found.outside
+        hostnames, held, outside = found.hostnames, found.switch_held, found.outside
+        switch_addresses = set(_switch_addresses(plan))
         for node in plan.nodes:
             names = set()
             for iface in node.interfaces:
@@ -68,7 +71,8 @@ class _Interfaces:
                                    "does not have")
                 elif iface.address is not None:
                     address = iface.address.partition("/")[0]
-                    addresses.add(address)
+                    if address in switch_addresses:
+                        held.add(address)
                     if int.from_bytes(inet_aton(address), "big") & subnet[1] != subnet[0]:
                         outside.append(f"{node.name}/{iface.name}: address {iface.address} is outside plane "
                                        f"{iface.plane}'s {subnets[iface.plane]}")
@@ -127,6 +131,16 @@ def _end_problem(end: Port, switches: dict[str, int]) -> Iterator[str]:
         yield f"cable end {end.device}:{end.port} is not an interface of a node or a switch of the plan"
 
 
+def _addresses_of(switch: Switch) -> list[str]:
+    """Its loopback and management addresses, without their prefix."""
+    return [a for a in (switch.loopback, switch.management.split("/")[0] if switch.management else None) if a]
+
+
+def _switch_addresses(plan: Plan) -> Iterator[str]:
+    for switch in plan.switches:
+        yield from _addresses_of(switch)
+
+
 def _p2p_problems(link: Link, routed: set[str], cables: set[str]) -> Iterator[str]:
     """/31s only on switch-to-switch cables of routed planes, each its own (`cables`: those met before)."""
     if link.tier not in ("leaf_spine", "spine_core") or link.plane not in routed:
@@ -138,12 +152,13 @@ def _p2p_problems(link: Link, routed: set[str], cables: set[str]) -> Iterator[st
 
 def _switch_address_problems(plan: Plan, taken: set[str]) -> Iterator[str]:
     """Each switch address once (loopbacks, management), none a node's (`taken`: the nodes'
-    addresses, without their prefix); ASNs and loopbacks only on routed planes."""
+    addresses that are a switch's too, without their prefix); ASNs and loopbacks only on routed
+    planes."""
     routed = {p.name for p in plan.planes if p.routing is not None}
     for s in plan.switches:
         if (s.asn is not None or s.loopback is not None) and s.plane not in routed:
             yield f"switch {s.name} has an ASN or loopback on plane {s.plane}, which is not routed"
-        for address in filter(None, (s.loopback, s.management.split("/")[0] if s.management else None)):
+        for address in _addresses_of(s):
             if address in taken:
                 yield f"switch {s.name}: address {address} is used twice"
             taken.add(address)
