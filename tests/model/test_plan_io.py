@@ -5,11 +5,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from gpunet.api import plan_spec
 from gpunet.design import design
 from gpunet.errors import PlanError
-from gpunet.model.io import read_plan
+from gpunet.model import io
+from gpunet.model.io import _located, read_plan
+from gpunet.model.plan import Plan
 from gpunet.render.plan_files import render_plan_json
 from gpunet.spec.examples import example_text
 from gpunet.spec.loader import parse_spec
@@ -94,3 +97,41 @@ def test_models_read_back_share_their_fields_sets(tmp_path: Path) -> None:
     sets |= {id(i.__pydantic_fields_set__) for n in plan.nodes for i in n.interfaces}
     assert len(sets) == 3  # Link's, Port's, Interface's
     assert plan.links[0].a.__pydantic_fields_set__ == {"device", "port"}
+
+
+def _small_plan_dict() -> dict[str, Any]:
+    return json.loads(render_plan_json(design(parse_spec(example_text("small-ethernet"))[0])))
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda d: d["links"][-1]["a"].update(device="-bad"),  # in the last chunk of cables
+    lambda d: d["links"][5].update(gbps="x", zz=1),
+    lambda d: (d["nodes"][-1].update(gpus=-1), d["links"][3].update(zz=1)),  # a node's and a cable's: the node's first
+    lambda d: d["nodes"][3]["interfaces"][0].update(address="10.0.0.1"),
+    lambda d: d["links"][4]["b"].update(port="999"),  # valid alone: the Plan's cross-check refuses it
+    lambda d: d["links"].__setitem__(7, [1]),
+    lambda d: d.update(nodes={"a": 1}, links=[{"plane": "x"}]),
+])
+def test_a_plan_validated_in_chunks_is_refused_as_in_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         mutate: Any) -> None:
+    """read_plan validates the nodes and cables ahead, a chunk at a time (their parsed values freed as
+    they go); a plan whose bulk spans many chunks is refused with the words, place and count of
+    problems of one validation of the whole."""
+    data = _small_plan_dict()
+    mutate(data)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValidationError) as whole:
+        Plan.model_validate(json.loads(path.read_text()))
+    monkeypatch.setattr(io, "CHUNK", 2)
+    with pytest.raises(PlanError) as refused:
+        read_plan(path)
+    assert str(refused.value) == f"{path}: not a valid plan: {_located(whole.value)}"
+
+
+def test_a_plan_read_in_chunks_is_the_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = design(parse_spec(example_text("small-ethernet"))[0])
+    path = tmp_path / "plan.json"
+    path.write_text(render_plan_json(plan))
+    monkeypatch.setattr(io, "CHUNK", 3)
+    assert len(plan.links) > 3 * 5 and read_plan(path) == plan

@@ -69,10 +69,9 @@ class _Fabric:
         self.planes = set(planes)
         self.checked = [link for link in plan.links if link.plane in self.planes]
         self.names = [cable_name(link) for link in self.checked]
-        # Keyed by plain (device, port) tuples: equal to an End and hashed the same, so every End
-        # finds its cable, at a fraction of an End's making for the millions of a 1M-GPU plan.
-        self.cable_at: dict[tuple[str, str], Link] = {
-            (port.device, port.port): link for link in plan.links for port in (link.a, link.b)}
+        # The reported links some checked cable was seen as (by id: the links are held by the
+        # observation): planned at both ends, so _unplanned needs no cable_at for them.
+        self.shown: set[int] = set()
         # The first link reported at each end, and any further ones apart: a list for each of
         # the millions of ends that have one link (every end, on a healthy fabric) is most of the time.
         self.first_at: dict[tuple[str, str], Seen] = {}  # End keys, found by plain tuples too
@@ -88,6 +87,14 @@ class _Fabric:
         self.rail_of_leaf = {s.name: s.rail for s in plan.switches if s.rail is not None}
         self.rail_of_nic: dict[tuple[str, str], int] = {  # plain tuples, as cable_at's
             (n.name, i.name): i.rail for n in plan.nodes for i in n.interfaces if i.rail is not None}
+
+    @cached_property
+    def cable_at(self) -> dict[tuple[str, str], Link]:
+        """Every planned cable under each of its ends, for links no checked cable was seen as and
+        for findings: none on a healthy fabric whose planes are all checked (two entries a cable, 4.7
+        million in a 1M-GPU plan). Keyed by plain (device, port) tuples: equal to an End and hashed
+        the same, so every End finds its cable, at a fraction of an End's making."""
+        return {(port.device, port.port): link for link in self.plan.links for port in (link.a, link.b)}
 
     @cached_property
     def plane_of(self) -> Mapping[str, str]:
@@ -115,7 +122,7 @@ class _Fabric:
 def check_cabling(plan: Plan, observation: Observation, planes: Iterable[str]) -> CablingReport:
     with bulk_objects():  # a verdict for each of a 1M-GPU plan's 10^6 cables: no collector passes over them
         fabric = _Fabric(plan, observation, planes)
-        verdicts = {name: _verdict(fabric, link) for link, name in zip(fabric.checked, fabric.names, strict=True)}
+        verdicts = _verdicts(fabric)
         findings = list(_findings(fabric, verdicts))
         swapped = {c for f in findings if f.kind == "swapped" for c in f.cables}
         cables = tuple(updated(v, {"verdict": "swapped"}) if v.verdict == "miswired" and name in swapped else v
@@ -127,13 +134,25 @@ def check_cabling(plan: Plan, observation: Observation, planes: Iterable[str]) -
 VERDICT_SET = {"plane", "a", "b", "verdict"}  # the fields a verdict is made with: `observed` is left to its default
 
 
+def _verdicts(fabric: _Fabric) -> dict[str, CableVerdict]:
+    """Each checked cable's verdict, under its name (a name given twice: one verdict, the last)."""
+    verdicts: dict[str, CableVerdict] = {}
+    for link, name in zip(fabric.checked, fabric.names, strict=True):
+        verdicts[name] = _verdict(fabric, link)
+    return verdicts
+
+
 def _verdict(fabric: _Fabric, link: Link) -> CableVerdict:
     a, b = link.a, link.b
     # Built as trusted: every value is the Plan's or one of the verdicts above (a million validations at 1M GPUs).
     base = trusted(CableVerdict, VERDICT_SET, {"plane": link.plane, "a": f"{a.device}:{a.port}",
                                                "b": f"{b.device}:{b.port}", "verdict": "ok", "observed": ""})
-    direct = _direct(fabric, (a.device, a.port), (b.device, b.port))  # plain tuples, as cable_at's keys
+    near, far = (a.device, a.port), (b.device, b.port)  # plain tuples, as first_at's keys
+    first = fabric.first_at.get(near)
+    # _direct's common case inline (every end of a healthy fabric: one link, the planned one)
+    direct = first if first is None or (first.b if near == first.a else first.a) == far else _direct(fabric, near, far)
     if direct is not None:
+        fabric.shown.add(id(direct))
         return _rate(fabric, link, direct, base)
     return _not_seen(fabric, link, base)
 
@@ -180,9 +199,19 @@ def _expected_speed(observation: Observation, gbps: int) -> str | None:
 def _findings(fabric: _Fabric, verdicts: dict[str, CableVerdict]) -> Iterator[CablingFinding]:
     used: set[str] = set()
     rails = list(_off_rail(fabric))
-    off_rail = {f.cables[0]: f for f in rails if f.cables}
-    # The cables not ok: the loops below pass every other one (all but a few) with one set lookup.
+    # The cables not ok: the loops over the cables pass every other one (all but a few) with one set
+    # lookup, and are not run where there is none (a healthy fabric).
     faulty = {name for name, verdict in verdicts.items() if verdict.verdict != "ok"}
+    if faulty:
+        yield from _cable_findings(fabric, verdicts, faulty, {f.cables[0]: f for f in rails if f.cables}, used)
+    yield from _unplanned(fabric)
+    yield from (f for f in rails if not set(f.cables) & used)
+
+
+def _cable_findings(fabric: _Fabric, verdicts: dict[str, CableVerdict], faulty: set[str],
+                    off_rail: dict[str, CablingFinding], used: set[str]) -> Iterator[CablingFinding]:
+    """The findings of the cables not ok (`faulty`): miswirings first, then the rest; `used` gets
+    the cables each one names."""
     for link, name in zip(fabric.checked, fabric.names, strict=True):
         if name not in faulty or name in used or verdicts[name].verdict != "miswired":
             continue
@@ -197,8 +226,6 @@ def _findings(fabric: _Fabric, verdicts: dict[str, CableVerdict]) -> Iterator[Ca
         if name not in used and verdict.verdict in ("missing", "speed", "width"):
             used.add(name)
             yield _simple(fabric, link, verdict)
-    yield from _unplanned(fabric)
-    yield from (f for f in rails if not set(f.cables) & used)
 
 
 def _with_rails(finding: CablingFinding, rails: list[CablingFinding]) -> CablingFinding:
@@ -291,7 +318,7 @@ def _simple(fabric: _Fabric, link: Link, verdict: CableVerdict) -> CablingFindin
 def _unplanned(fabric: _Fabric) -> Iterator[CablingFinding]:
     """Links between ports no planned cable uses, on a checked plane (or to a device the plan lacks)."""
     for seen in fabric.observation.links:
-        if seen.a in fabric.cable_at or seen.b in fabric.cable_at:
+        if id(seen) in fabric.shown or seen.a in fabric.cable_at or seen.b in fabric.cable_at:
             continue
         planes = {fabric.end_plane(e) for e in (seen.a, seen.b)} - {None}
         if planes and not planes & fabric.planes:

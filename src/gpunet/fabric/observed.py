@@ -71,10 +71,15 @@ class Names:
 
     def __init__(self, plan: Plan) -> None:
         self.switch_radix = {s.name: s.radix for s in plan.switches}
-        self.interfaces = {n.name: {i.name for i in n.interfaces} for n in plan.nodes}
         self.hcas = {(n.name, i.hca): i.name for n in plan.nodes for i in n.interfaces if i.hca}
-        self.lower = {name.lower(): name for name in [*self.switch_radix, *self.interfaces]}
+        self.lower = {name.lower(): name for name in [*self.switch_radix, *(n.name for n in plan.nodes)]}
         self._plan = plan
+
+    @cached_property
+    def interfaces(self) -> dict[str, set[str]]:
+        """node -> its interface names, for ports reported by name (LLDP): an InfiniBand fabric names
+        its ports by HCA and number, and needs none of a 1M-GPU plan's 125 000 sets."""
+        return {n.name: {i.name for i in n.interfaces} for n in self._plan.nodes}
 
     @cached_property
     def planned_far(self) -> dict[End, End]:
@@ -200,10 +205,13 @@ def _ports_of(topology: IbTopology, node_ids: set[str]) -> dict[str, list[tuple[
     return ports
 
 
+PORT_TEXT = tuple(map(str, range(256)))  # a switch port's number as the Plan names it: the parser admits 0-255
+
+
 def _ib_end(ends: dict[str, tuple[str, str | None]], node_id: str, port: int) -> End:
     """An HCA's port 1 is its planned interface (ib3); a second port is named interface/port."""
     found = ends.get(node_id)
     device, hca_interface = found if found is not None else (UNKNOWN + node_id, None)
     if hca_interface is not None:
         return new_end(End, (device, hca_interface if port == 1 else f"{hca_interface}/{port}"))
-    return new_end(End, (device, str(port)))
+    return new_end(End, (device, PORT_TEXT[port] if 0 <= port < len(PORT_TEXT) else str(port)))
