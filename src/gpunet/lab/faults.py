@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from gpunet.errors import CommandError, LabError, LabUsageError
 from gpunet.lab.access import device_prefix
@@ -193,11 +193,25 @@ def _heal(lab_id: str, target: str | None, run: CommandRunner) -> list[Fault]:
         _forget_path_mtus(state, run)
     write_state(state.model_copy(update={"faults": tuple(f for f in state.faults if f not in healed)}))
     if state.routing == "frr" and any(f.kind in ("down", "miswire") for f in healed):
-        flapped = {ns for f in healed if f.kind in ("down", "miswire") for name in (f.cable, f.other)
-                   if name in by_cable for ns, _ in _ends(by_cable[name]) if state.namespaces.get(ns) == "router"}
-        restart_frr(lab_dir(state.lab_id), flapped)
+        restart_frr(lab_dir(state.lab_id), _flapped_switches(state, healed, by_cable))
         _reconverged(state)
     return healed
+
+
+def _flapped_switches(state: LabState, healed: list[Fault], by_cable: Mapping[str, VethState]) -> set[str]:
+    """The routers to restart (lab/frr.py restart_frr): both ends of a cable between two switches
+    that went down (the next hop it carried is one of an ECMP group), every router end of a
+    miswired one. A server's port back up needs none: its leaf's host route is a single next hop,
+    which zebra puts back."""
+    def routers(name: str) -> list[str]:
+        return [ns for ns, _ in _ends(by_cable[name]) if state.namespaces.get(ns) == "router"]
+    flapped = set()
+    for fault in healed:
+        for name in (fault.cable, fault.other):
+            ends = routers(name) if name is not None and name in by_cable else []
+            if fault.kind == "miswire" or (fault.kind == "down" and len(ends) == 2):
+                flapped.update(ends)
+    return flapped
 
 
 def _reconverged(state: LabState) -> None:

@@ -203,8 +203,8 @@ def _wait_for(files: Mapping[str, list[Path]], what: str) -> None:
 
 def restart_frr(lab_dir: Path, namespaces: set[str]) -> None:
     """The daemons of these switches stopped and started again from the frr.conf `lab up` wrote
-    there: a switch one of whose ports went down and came back (a healed cable) starts afresh, as
-    one power-cycled after re-patching would. FRR 8.4 does not route over such a port as planned
+    there: a switch whose cable to another switch went down and came back (a healed cable) starts
+    afresh, as one power-cycled after re-patching would. FRR 8.4 does not route over such a port as planned
     again: a port that went down loses its next hop in the kernel's ECMP group and zebra, once it is
     back, makes the next hop again but not the group (its `show nexthop-group rib` says installed,
     with 22 next hops; the kernel's group forwards by 21: seen on every heal of a storage uplink);
