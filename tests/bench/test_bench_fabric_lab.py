@@ -33,8 +33,8 @@ def test_default_bench_covers_every_rail_and_leaf_pair_and_a_slow_leaf_spine_gro
     spine). One cable alone of leaf001's 16 would miss a pair's 32 streams 1 time in 8. Pairs
     through leaf001's uplinks are low, or inconclusive for a saturated end (said, with its figure),
     never ok; no other pair is ever low. How many are judged depends on the host's load: on the
-    2-core build host, loaded, all 7 were inconclusive, each retry naming the slow path (13-18 of 32
-    streams under 25 % of their mean) beside the saturation."""
+    2-core build host, loaded, all 7 were inconclusive, naming the slow path (13-18 of 32 streams
+    under 25 % of their mean) beside the saturation."""
     plan = Reach.of_lab(LAB).plan()
     assert plan is not None
     fabric = Fabric.of(plan, "compute")
@@ -43,8 +43,10 @@ def test_default_bench_covers_every_rail_and_leaf_pair_and_a_slow_leaf_spine_gro
     for cable in group:
         apply_fault(LAB, f"{cable.a.device}:{cable.a.port}", "rate", "2mbit")
     try:
+        # no measuring again one pair at a time: what is inconclusive stays so (and is judged so
+        # below); on a loaded host the retries were minutes of this suite's longest test
         result = CliRunner().invoke(app, ["bench", "run", "--lab", LAB, "--duration", "2", "--json",
-                                          "--db", str(tmp_path / "b.sqlite")])
+                                          "--retry-inconclusive", "0", "--db", str(tmp_path / "b.sqlite")])
     finally:
         heal(LAB)
     assert result.exit_code in (0, 1), result.output
