@@ -87,6 +87,11 @@ def test_a_route_dump_cut_short_or_refused_is_an_error_not_routes_missing() -> N
     refused = struct.pack("=IHHIIi", 36, 2, 0, 1, 0, -1) + bytes(16)  # NLMSG_ERROR, EPERM
     with pytest.raises(LabError, match="rtnetlink refused the route dump: Operation not permitted"):
         inside.kernel_route_widths(refused)
+    no_errno = struct.pack("=IHHIIi", 36, 2, 0, 1, 0, -(1 << 31)) + bytes(16)
+    with pytest.raises(LabError, match=r"refused the route dump: error -2147483648"):
+        inside.kernel_route_widths(no_errno)
+    with pytest.raises(LabError, match=r"sock_diag refused the dump: error -2147483648"):
+        inside.diag_listeners(no_errno)
 
 
 def test_addresses_in_duplicate_address_detection_are_unsettled_then_settled() -> None:

@@ -189,15 +189,8 @@ def _last_type(chunk: bytes) -> int:
 def diag_listeners(messages: bytes) -> set[tuple[str, int]]:
     """(address, port) of the inet_diag_msg records in a sock_diag answer that are listening; a
     record cut short or of another type is skipped, an error message raises LabError."""
-    found, offset = set(), 0
-    while offset + 16 <= len(messages):
-        length, kind = struct.unpack_from("=IH", messages, offset)
-        if length < 16 or offset + length > len(messages):  # cut short: nothing after it is whole either
-            break
-        body = messages[offset + 16:offset + length]
-        offset += (length + 3) & ~3
-        if kind == NLMSG_ERROR and len(body) >= 4 and struct.unpack_from("=i", body)[0] != 0:
-            raise LabError(f"sock_diag refused the dump: {os.strerror(-struct.unpack_from('=i', body)[0])}")
+    found = set()
+    for kind, body in _netlink_messages(messages, "sock_diag refused the dump"):
         if kind != SOCK_DIAG_BY_FAMILY or len(body) < 24:
             continue
         family, state, port = body[0], body[1], struct.unpack_from(">H", body, 4)[0]
@@ -205,6 +198,22 @@ def diag_listeners(messages: bytes) -> set[tuple[str, int]]:
         if state == TCP_LISTEN and family in (socket.AF_INET, socket.AF_INET6):
             found.add((str(ipaddress.ip_address(body[8:8 + size])), port))
     return found
+
+
+def _netlink_messages(messages: bytes, refused: str) -> Iterator[tuple[int, bytes]]:
+    """(type, body) of each whole message of a netlink answer; one cut short ends it (nothing after
+    it is whole either); an error message with a non-zero code raises LabError("<refused>: why")."""
+    offset = 0
+    while offset + 16 <= len(messages):
+        length, kind = struct.unpack_from("=IH", messages, offset)
+        if length < 16 or offset + length > len(messages):
+            return
+        body = messages[offset + 16:offset + length]
+        offset += (length + 3) & ~3
+        code = struct.unpack_from("=i", body)[0] if kind == NLMSG_ERROR and len(body) >= 4 else 0
+        if code != 0:  # -errno; INT_MIN has no errno (strerror would overflow)
+            raise LabError(f"{refused}: {os.strerror(-code) if code > -(1 << 31) else f'error {code}'}")
+        yield kind, body
 
 
 def route_widths(namespace: str) -> dict[str, int]:
@@ -232,15 +241,8 @@ def kernel_route_widths(messages: bytes) -> dict[str, int]:
     prefix has several). LabError for an error answer, or a dump that does not end (cut short at
     the read bound: what is missing would read as routes not there)."""
     widths: dict[str, int] = {}
-    offset, ended = 0, False
-    while offset + 16 <= len(messages):
-        length, kind = struct.unpack_from("=IH", messages, offset)
-        if length < 16 or offset + length > len(messages):
-            break
-        body = messages[offset + 16:offset + length]
-        offset += (length + 3) & ~3
-        if kind == NLMSG_ERROR and len(body) >= 4 and struct.unpack_from("=i", body)[0] != 0:
-            raise LabError(f"rtnetlink refused the route dump: {os.strerror(-struct.unpack_from('=i', body)[0])}")
+    ended = False
+    for kind, body in _netlink_messages(messages, "rtnetlink refused the route dump"):
         ended = ended or kind == NLMSG_DONE
         route = _unicast_route(body) if kind == RTM_NEWROUTE else None
         if route is not None:
