@@ -47,8 +47,8 @@ BARE = "bare.conf"  # what each daemon reads itself: nothing
 START_TIMEOUT_S = 15.0  # every daemon's pid file and zebra's socket; seconds, not minutes, even on 2 busy cores
 STOP_WAIT_S = 3.0
 CRASH_LOGS = Path("/var/tmp/frr")  # FRR 8's per-daemon folder, <daemon>.<pid>
-CRASH_LOG_FILE = re.compile(r" /var/tmp/frr/(zebra|staticd|bfdd|bgpd)\.([0-9]{1,10})/logbuf\.[0-9]{1,10}$", re.M)
-MAX_MAPS_BYTES = 1 << 20  # a daemon's /proc/PID/maps: a few hundred lines
+CRASH_LOG_DIR = re.compile(r"/var/tmp/frr/(zebra|staticd|bfdd|bgpd)\.[0-9]{1,10}")
+MAX_FDS = 4096  # descriptors of a daemon looked at: an FRR daemon holds tens
 RECONVERGE_S = 30.0  # a session over a cable back up: FRR retries every 5 s (the rendered connect-retry)
 VTY_END = b"\0\0\0"  # a daemon ends each answer on its vty socket with three NULs and a status byte
 VTY_OK = 0
@@ -226,7 +226,9 @@ def stop_frr(lab_dir: Path, namespaces: set[str]) -> None:
     """Stop every daemon started for the lab, by the PIDs in its pid files, each first checked to be
     an FRR daemon in one of `namespaces`: SIGTERM (a daemon cleans up after itself), then SIGKILL
     for any still there."""
+    folders = [crash_log_folder(pid, daemon) for pid, daemon in _own_daemons(lab_dir / SUBDIR, namespaces)]
     await_frr(term_frr(lab_dir, namespaces), namespaces)
+    _remove(folders)  # a daemon that needed SIGKILL left its own
 
 
 def term_frr(lab_dir: Path, namespaces: set[str]) -> list[int]:
@@ -246,23 +248,25 @@ def kill_frr(lab_dir: Path, namespaces: set[str]) -> list[int]:
     folders = [crash_log_folder(pid, daemon) for pid, daemon in found]  # read while they are alive
     for pid, _ in found:
         _signal(pid, signal.SIGKILL)
-    for folder in folders:
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+    _remove(folders)
     return [pid for pid, _ in found]
 
 
 def crash_log_folder(pid: int, daemon: str) -> Path | None:
-    """The daemon's crash-log folder, from the log buffers it has mapped: named by the PID it had
-    before `-d` forked it into the background, never the one in its pid file (a folder named by
-    that one is not there: lab down had left every daemon's behind, thousands a day)."""
+    """The daemon's crash-log folder, from the descriptor it holds open on it: named by the PID it
+    had before `-d` forked it into the background, never the one in its pid file (a folder named
+    by that one is not there: lab down had left every daemon's behind, thousands a day)."""
     try:
-        with open(f"/proc/{pid}/maps", "rb") as maps:
-            mapped = maps.read(MAX_MAPS_BYTES).decode(errors="replace")
-    except OSError:
+        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")[:MAX_FDS]]
+    except OSError:  # gone, or a descriptor closed while read: nothing of its own to remove
         return None
-    found = CRASH_LOG_FILE.search(mapped)
-    return CRASH_LOGS / f"{daemon}.{found[2]}" if found is not None and found[1] == daemon else None
+    return next((Path(link) for link in links if (m := CRASH_LOG_DIR.fullmatch(link)) and m[1] == daemon), None)
+
+
+def _remove(folders: list[Path | None]) -> None:
+    for folder in folders:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def await_frr(pids: list[int], namespaces: set[str]) -> None:
