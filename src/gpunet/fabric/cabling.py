@@ -122,7 +122,7 @@ class _Fabric:
 def check_cabling(plan: Plan, observation: Observation, planes: Iterable[str]) -> CablingReport:
     with bulk_objects():  # a verdict for each of a 1M-GPU plan's 10^6 cables: no collector passes over them
         fabric = _Fabric(plan, observation, planes)
-        verdicts = _verdicts(fabric)
+        verdicts = {name: _verdict(fabric, link) for link, name in zip(fabric.checked, fabric.names, strict=True)}
         findings = list(_findings(fabric, verdicts))
         swapped = {c for f in findings if f.kind == "swapped" for c in f.cables}
         cables = tuple(updated(v, {"verdict": "swapped"}) if v.verdict == "miswired" and name in swapped else v
@@ -132,14 +132,6 @@ def check_cabling(plan: Plan, observation: Observation, planes: Iterable[str]) -
 
 
 VERDICT_SET = {"plane", "a", "b", "verdict"}  # the fields a verdict is made with: `observed` is left to its default
-
-
-def _verdicts(fabric: _Fabric) -> dict[str, CableVerdict]:
-    """Each checked cable's verdict, under its name (a name given twice: one verdict, the last)."""
-    verdicts: dict[str, CableVerdict] = {}
-    for link, name in zip(fabric.checked, fabric.names, strict=True):
-        verdicts[name] = _verdict(fabric, link)
-    return verdicts
 
 
 def _verdict(fabric: _Fabric, link: Link) -> CableVerdict:
