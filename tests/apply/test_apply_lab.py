@@ -32,9 +32,12 @@ from tests.labs import lab_id
 
 LAB = lab_id("ay")
 TIMEOUT_S = 20.0
-# a good change is confirmed as soon as its verification ends, so its deadline costs nothing: on a
-# loaded CI host the verifying doctor alone has outlasted the 14 s a 20 s deadline left it
+# a change that ends by its verification, good or bad, is confirmed or reverted as soon as the
+# verifying doctor ends, so its deadline costs nothing: on a loaded CI host that doctor has outlasted
+# the 14 s a 20 s deadline left it (the good change's: the last test waits out its deadline), and the
+# 6 s a failed canary's left it (the canary's is apply's own default)
 GOOD_TIMEOUT_S = 60.0
+CANARY_TIMEOUT_S = 120.0
 BAD_TIMEOUT_S = 20.0  # every bad change ends reverted; the lockouts wait for this deadline
 # how long the kill test waits for a node to reach its step: on a loaded 2-core CI host with four
 # test workers, reaching 'applied' on three nodes at once has taken more than 20 s
@@ -83,7 +86,7 @@ def _links(node: str) -> str:
 
 def _ssh_works(state: LabState, node: str) -> bool:
     done = subprocess.run(ssh_argv(lab_dir(LAB), state.mgmt_addresses[node], ["hostname"]), capture_output=True,
-                          text=True, timeout=30, check=False)
+                          text=True, timeout=60, check=False)
     return done.returncode == 0 and done.stdout.strip() == node
 
 
@@ -218,7 +221,7 @@ def test_a_rollout_stops_after_a_failed_canary_and_leaves_the_rest_unchanged(lab
     def canary_breaks(node: str, files: dict[str, str]) -> dict[str, str]:
         return KINDS["wrong gateway"](1)(files) if node == "gpu1" else files
 
-    report = _rollout(remote, "gpu[1-8]", canary=1, batch=4, change=canary_breaks)
+    report = _rollout(remote, "gpu[1-8]", canary=1, batch=4, change=canary_breaks, timeout_s=CANARY_TIMEOUT_S)
     assert report.stopped_after == 0 and report.batches == ("gpu1", "gpu[2-5]", "gpu[6-8]")
     assert report.nodes[0].outcome == "reverted" and "GN-ROUTE-02" in report.nodes[0].reason
     assert [n.outcome for n in report.nodes[1:]] == ["not-started"] * 7

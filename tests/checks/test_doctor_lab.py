@@ -18,7 +18,7 @@ import pytest
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.state import LabState, lab_dir
 from gpunet.probe.parsers import parse_proc_snmp
-from tests.lab.helpers import built_lab, lab_address, run_in, server_process
+from tests.lab.helpers import built_lab, lab_address, run_in, server_process, until_listening
 from tests.labs import lab_id, shared_lab, shared_lab_id
 from tests.render.rendered import example_plan
 
@@ -173,10 +173,11 @@ def test_loss_causing_retransmissions(lab: LabState) -> None:
     apply_fault(LAB, "gpu6:ens1", "loss", "5")
     target = lab_address(lab, "gpu7", "ens1")
     try:
-        with server_process(LAB, "gpu7", "iperf3", "-s", "-1", "-B", target), \
-                server_process(LAB, "gpu6", "sh", "-c", f"sleep 1; iperf3 -c {target} -t 30 -b 40M"):
-            wait_for_tcp_sending(LAB, "gpu6", segments=2000)  # a busy CI host starts iperf3 late
-            _, findings = doctor("gpu6", interval=3)
+        with server_process(LAB, "gpu7", "iperf3", "-s", "-1", "-B", target) as listener:
+            until_listening(LAB, "gpu7", target, listener)
+            with server_process(LAB, "gpu6", "iperf3", "-c", target, "-t", "30", "-b", "40M"):
+                wait_for_tcp_sending(LAB, "gpu6", segments=2000)  # a busy CI host starts iperf3 late
+                _, findings = doctor("gpu6", interval=3)
     finally:
         heal(LAB)
     assert ("GN-TCP-01", "gpu6", "tcp") in failures(findings)

@@ -28,7 +28,7 @@ from gpunet.fleet.transfer import copy_to
 from gpunet.lab.faults import apply_fault, heal
 from gpunet.lab.state import LabState
 from gpunet.reach import Reach
-from tests.lab.helpers import built_lab, lab_address, server_process
+from tests.lab.helpers import built_lab, lab_address, server_process, until_listening
 from tests.labs import lab_id
 
 LAB = lab_id("fl")
@@ -177,10 +177,11 @@ def _state(pid: int) -> str:
 
 def test_capture_100_packets_of_an_iperf3_flow(lab: LabState, tmp_path: Path) -> None:
     server, client = lab_address(lab, "gpu2", "ens1"), lab_address(lab, "gpu1", "ens1")
-    with server_process(LAB, "gpu2", "iperf3", "-s", "-B", server), \
-            server_process(LAB, "gpu1", "sh", "-c", f"sleep 0.5; iperf3 -c {server} -t 30"):
-        done = gpunet("fleet", "capture", "gpu[1-2]", "--lab", LAB, "--plane", "compute", "--between",
-                      "gpu1,gpu2", "--count", "100", "--duration", "20", "-o", str(tmp_path), "--json")
+    with server_process(LAB, "gpu2", "iperf3", "-s", "-B", server) as listener:
+        until_listening(LAB, "gpu2", server, listener)
+        with server_process(LAB, "gpu1", "iperf3", "-c", server, "-t", "30"):
+            done = gpunet("fleet", "capture", "gpu[1-2]", "--lab", LAB, "--plane", "compute", "--between",
+                          "gpu1,gpu2", "--count", "100", "--duration", "20", "-o", str(tmp_path), "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     outcomes = json.loads(done.stdout)["outcomes"]
     assert {n: o["packets"] for n, o in outcomes.items()} == {"gpu1": {"ens1": 100}, "gpu2": {"ens1": 100}}
@@ -196,7 +197,7 @@ def test_the_rendered_ssh_config_reaches_every_server_through_a_lab_bastion(lab:
     assert gpunet("lab", "ssh-config", "--lab", LAB, "--bastion", "gpu8", "-o", str(config)).returncode == 0
     try:
         done = subprocess.run(["ssh", "-F", str(config), "gpu1", "hostname; echo $SSH_CONNECTION"],
-                              capture_output=True, text=True, timeout=30, check=False)
+                              capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == 0, done.stderr
         hostname, connection = done.stdout.split("\n")[:2]
         assert hostname == "gpu1" and connection.split()[0] == lab.mgmt_addresses["gpu8"]  # came from the bastion
@@ -222,7 +223,7 @@ def _as_vscode(config: Path, host: str) -> subprocess.CompletedProcess[str]:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     return subprocess.run(["ssh", "-F", str(users), "-T", "-D", f"127.0.0.1:{port}", "-o", "ConnectTimeout=15", host,
-                           "bash"], input="hostname; echo ok\n", capture_output=True, text=True, timeout=30,
+                           "bash"], input="hostname; echo ok\n", capture_output=True, text=True, timeout=60,
                           check=False)
 
 

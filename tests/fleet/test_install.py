@@ -149,7 +149,7 @@ def test_a_python_without_venv_is_said_with_the_fix(tmp_path: Path) -> None:
     python.write_text("#!/bin/sh\nexit 1\n")
     python.chmod(0o755)
     done = subprocess.run(install_argv(str(python), str(tmp_path / "prefix")), capture_output=True, text=True,
-                          timeout=30, check=False)
+                          timeout=120, check=False)
     assert done.returncode == 1 and "has no venv module or no ensurepip" in done.stderr
     assert "apt-get install python3-venv" in done.stderr and not (tmp_path / "prefix").exists()
 
@@ -157,7 +157,7 @@ def test_a_python_without_venv_is_said_with_the_fix(tmp_path: Path) -> None:
 def test_a_prefix_holding_something_else_is_never_cleared(tmp_path: Path) -> None:
     (tmp_path / "venv").mkdir()
     (tmp_path / "venv" / "precious").write_text("keep")
-    done = subprocess.run(install_argv(sys.executable, str(tmp_path)), capture_output=True, text=True, timeout=30,
+    done = subprocess.run(install_argv(sys.executable, str(tmp_path)), capture_output=True, text=True, timeout=120,
                           check=False)
     assert done.returncode == 1 and "is not a venv: not replacing it" in done.stderr
     assert (tmp_path / "venv" / "precious").read_text() == "keep"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gpunet.api import plan_spec
 from gpunet.lab.build import lab_down, lab_up, node_argv
+from gpunet.lab.inside import tcp_listeners
 from gpunet.lab.state import LabState, all_states, read_state
 from gpunet.model.plan import Plan
 
@@ -52,14 +53,29 @@ def server_process(lab_id: str, node: str, *command: str) -> Iterator[subprocess
         proc.wait(timeout=10)
 
 
+IPERF3_PORT = 5201
+
+
+def until_listening(lab_id: str, node: str, address: str, server: subprocess.Popen[str], *, port: int = IPERF3_PORT,
+                    within: float = 60) -> None:
+    """Return once `server` listens on address:port in the lab server (a fixed sleep before its
+    client connected was too short on a loaded host: the client was refused and sent nothing)."""
+    namespace = read_state(lab_id).servers[node]  # type: ignore[union-attr]
+    deadline = time.monotonic() + within
+    while (address, port) not in tcp_listeners(namespace):
+        assert server.poll() is None, f"the server in {node} exited: {server.communicate()[1][-500:]}"
+        assert time.monotonic() < deadline, f"nothing listened on {address}:{port} in {node} within {within:g} s"
+        time.sleep(0.05)
+
+
 def lab_address(state: LabState, node: str, interface: str) -> str:
     return state.address_map[f"{node}/{interface}"].lab.split("/")[0]
 
 
 def iperf3(lab_id: str, client: str, server: str, address: str, *extra: str, seconds: int = 3) -> dict:
     """One iperf3 run client -> server; the JSON report of the client."""
-    with server_process(lab_id, server, "iperf3", "-s", "-1", "-B", address):
-        time.sleep(0.3)
+    with server_process(lab_id, server, "iperf3", "-s", "-1", "-B", address) as listener:
+        until_listening(lab_id, server, address, listener)
         done = run_in(lab_id, client, "iperf3", "-c", address, "-t", str(seconds), "-J", *extra,
                       timeout=seconds + 30)
     assert done.returncode == 0, done.stdout[-500:] + done.stderr

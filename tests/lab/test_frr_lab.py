@@ -21,7 +21,7 @@ from gpunet.lab.frr import frr_missing, switch_dir, vtysh_argv
 from gpunet.lab.state import LabState, lab_dir
 from gpunet.model.plan import Link, Plan
 from gpunet.model.switching import sessions
-from tests.lab.helpers import lab_address, server_process, tx_bytes
+from tests.lab.helpers import lab_address, server_process, tx_bytes, until_listening
 from tests.labs import shared_lab, shared_lab_id, shared_lab_plan
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow,
@@ -56,7 +56,7 @@ def ns(switch: str) -> str:
 def vtysh(switch: str, *commands: str) -> str:
     words = [w for c in commands for w in ("-c", c)]
     done = subprocess.run(["ip", "netns", "exec", ns(switch), *vtysh_argv(lab_dir(LAB), ns(switch), *words)],
-                          capture_output=True, text=True, timeout=30, check=True)
+                          capture_output=True, text=True, timeout=60, check=True)
     return done.stdout
 
 
@@ -64,7 +64,7 @@ def reload_rendered(switch: str) -> None:
     """The switch's rendered frr.conf again, as `lab up` loaded it (undoes an injected change)."""
     conf = switch_dir(lab_dir(LAB), ns(switch)) / "frr.conf"
     subprocess.run(["ip", "netns", "exec", ns(switch), *vtysh_argv(lab_dir(LAB), ns(switch), "-f", str(conf))],
-                   capture_output=True, text=True, timeout=30, check=True)
+                   capture_output=True, text=True, timeout=60, check=True)
 
 
 def wait_clean(*switches: str) -> list[Finding]:
@@ -126,8 +126,8 @@ def test_a_spine_link_down_is_reported_and_a_stream_across_it_keeps_running(lab:
     (measured gap under 1 s); the check names the cable; healed, the session comes back."""
     client, server, leaf = _pair_under_two_leaves(plan)
     address = lab_address(lab, server, _storage_nic(plan, server))
-    with server_process(LAB, server, "iperf3", "-s", "-1", "-B", address):
-        time.sleep(0.3)
+    with server_process(LAB, server, "iperf3", "-s", "-1", "-B", address) as listener:
+        until_listening(LAB, server, address, listener)
         stream = subprocess.Popen(
             ["ip", "netns", "exec", ns(client), "iperf3", "-c", address, "-t", "6", "-i", "0.1", "-J"],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -79,7 +79,7 @@ def test_server_names_and_hosts_file(lab: LabState) -> None:
 def test_ssh_with_the_lab_key_runs_a_command(lab: LabState) -> None:
     address = lab.mgmt_addresses["gpu2"]
     done = subprocess.run(ssh_argv(lab_dir(LAB), address, ["hostname"]), capture_output=True, text=True,
-                          timeout=30, check=False)
+                          timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "gpu2"
 

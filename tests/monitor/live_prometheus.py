@@ -56,7 +56,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def until(what: Callable[[], Any], seconds: float) -> Any:
+# How long a live test waits for Prometheus to show what it should: a bound, not a wait (a passing
+# test returns at the first answer, seconds in). Starting Prometheus and the exporter beside four
+# other test workers has taken over a minute on a slow 2-core host.
+PATIENCE_S = 180.0
+
+
+def until(what: Callable[[], Any], seconds: float = PATIENCE_S) -> Any:
     """`what()`'s first true answer within `seconds`; an OSError is Prometheus still starting."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

@@ -10,7 +10,7 @@ import shutil
 import sys
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -47,35 +47,31 @@ def _get(url: str) -> Any:
         return json.loads(response.read())["data"]
 
 
-def _until(what: Callable[[], Any], seconds: float = 45) -> Any:
-    return until(what, seconds)
-
-
 def _query(api: str, promql: str) -> list[dict[str, Any]]:
     return list(_get(f"{api}/query?query={urllib.parse.quote(promql)}")["result"])
 
 
 def test_both_exporters_are_up_with_the_plan_labels(prometheus_api: str) -> None:
-    up = _until(lambda: [r for r in _query(prometheus_api, 'up{job="gpunet"} == 1')] if len(
+    up = until(lambda: [r for r in _query(prometheus_api, 'up{job="gpunet"} == 1')] if len(
         _query(prometheus_api, 'up{job="gpunet"} == 1')) == 2 else None)
     assert {r["metric"]["node"] for r in up} == set(SCRAPED)
     assert all(r["metric"]["group"] == "gpu" and r["metric"]["leaf"].startswith("comp-leaf") for r in up)
-    drift = _until(lambda: _query(prometheus_api, "gpunet_plan_drift"))
+    drift = until(lambda: _query(prometheus_api, "gpunet_plan_drift"))
     assert drift and all(r["value"][1] == "0" for r in drift), drift
 
 
 def test_every_rendered_rule_is_loaded(prometheus_api: str) -> None:
-    groups = _until(lambda: _get(f"{prometheus_api}/rules")["groups"])
+    groups = until(lambda: _get(f"{prometheus_api}/rules")["groups"])
     loaded = {rule["name"] for group in groups for rule in group["rules"]}
     rendered = render_prometheus(read_plan(lab_dir(LAB) / LAB_PLAN))["prometheus/rules/gpunet-alerts.yml"]
     assert loaded == {rule["alert"] for group in yaml.safe_load(rendered)["groups"] for rule in group["rules"]}
 
 
 def test_an_mtu_fault_turns_the_alert_pending_on_that_node_and_device(prometheus_api: str) -> None:
-    _until(lambda: len(_query(prometheus_api, 'up{job="gpunet"} == 1')) == 2)
+    until(lambda: len(_query(prometheus_api, 'up{job="gpunet"} == 1')) == 2)
     apply_fault(LAB, "gpu1:ens1", "mtu", "1500")
     try:
-        alerts = _until(lambda: [a for a in _get(f"{prometheus_api}/alerts")["alerts"]
+        alerts = until(lambda: [a for a in _get(f"{prometheus_api}/alerts")["alerts"]
                                  if a["labels"]["alertname"] == "GpunetMtuDrift"])
     finally:
         heal(LAB)

@@ -30,8 +30,8 @@ def ruleset_for_lab(node: str) -> str:
 def ssh_from(state: LabState, client: str | None, target: str) -> subprocess.CompletedProcess[str]:
     argv = ssh_argv(lab_dir(LAB), state.mgmt_addresses[target], ["hostname"])
     if client is None:  # the host: it sits at the plan's gateway address, inside the admin range
-        return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
-    return run_in(LAB, client, *argv, timeout=30)
+        return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    return run_in(LAB, client, *argv, timeout=60)
 
 
 def test_rendered_firewall_admits_ssh_only_from_the_admin_range() -> None:
