@@ -17,8 +17,8 @@ terminal and COLUMNS when imported, and nothing that starts threads (numpy's BLA
 would not carry over. What a fork cannot change either is what the interpreter and the preloaded
 libraries read when they started: variables named PYTHON*, LC_*/LANG, typer's and Rich's. A run
 whose environment differs from the server's in anything but the variables gpunet and ClusterShell
-read while a command runs (GPUNET_*, CLUSTERSHELL_*; and PYTEST_CURRENT_TEST) starts a real
-interpreter instead.
+read while a command runs (GPUNET_*, CLUSTERSHELL_* but CLUSTERSHELL_CFGDIR; and PYTEST_CURRENT_TEST)
+starts a real interpreter instead.
 
 This file is both: imported, it is the client (`run_gpunet`); run as a script, it is the server.
 """
@@ -47,6 +47,9 @@ PRELOADED_GPUNET = tuple(f"gpunet.api.{name}" for name in (
 # Read by gpunet or ClusterShell while a command runs, never by what the server preloads; and the
 # test pytest is running, which it changes with every test.
 FORKABLE_VARIABLES = ("GPUNET_", "CLUSTERSHELL_", "PYTEST_CURRENT_TEST")
+# ...but ClusterShell reads its configuration folder once, when the preloaded library first made
+# its task (a gateway's topology.conf there was not seen by a forked run: it connected directly)
+READ_WHEN_PRELOADED = ("CLUSTERSHELL_CFGDIR",)
 
 
 def run_gpunet(args: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None,
@@ -71,7 +74,8 @@ class _Server:
 
     def serves(self, env: dict[str, str]) -> bool:
         changed = {k for k in env.keys() | self.env.keys() if env.get(k) != self.env.get(k)}
-        return self.process.poll() is None and all(k.startswith(FORKABLE_VARIABLES) for k in changed)
+        return self.process.poll() is None and all(k.startswith(FORKABLE_VARIABLES) and k not in READ_WHEN_PRELOADED
+                                                    for k in changed)
 
     def run(self, args: list[str], *, cwd: Path, env: dict[str, str],
             timeout: float) -> subprocess.CompletedProcess[str]:

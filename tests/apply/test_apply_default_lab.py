@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -23,6 +22,7 @@ from gpunet.render.netplan import PATH as NETPLAN
 from gpunet.spec.plan import plan_of
 from tests.lab.helpers import built_lab
 from tests.labs import lab_id
+from tests.zygote import run_gpunet
 
 LAB = lab_id("ad")
 NODES = "gpu[001-008]"
@@ -37,8 +37,7 @@ def lab() -> Iterator[LabState]:
 
 
 def _gpunet(*args: str, timeout: float = 420) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpunet", *args], capture_output=True, text=True, timeout=timeout,
-                          check=False)
+    return run_gpunet(list(args), timeout=timeout)
 
 
 def _routing(node: str) -> list[str]:

@@ -30,6 +30,7 @@ from gpunet.lab.state import LabState
 from gpunet.reach import Reach
 from tests.lab.helpers import built_lab, lab_address, server_process, until_listening
 from tests.labs import lab_id
+from tests.zygote import run_gpunet
 
 LAB = lab_id("fl")
 SERVERS = NodeSet("gpu[1-8]")
@@ -43,8 +44,7 @@ def lab() -> Iterator[LabState]:
 
 
 def gpunet(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpunet", *args], capture_output=True, text=True, timeout=timeout,
-                          check=False, env={**os.environ, **(env or {})})
+    return run_gpunet(list(args), env={**os.environ, **(env or {})}, timeout=timeout)
 
 
 def _sha(path: Path) -> str:

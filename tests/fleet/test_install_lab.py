@@ -26,6 +26,7 @@ from gpunet.lab.access import apply_paths
 from gpunet.lab.state import LabState
 from tests.lab.helpers import built_lab
 from tests.labs import lab_id
+from tests.zygote import run_gpunet
 
 LAB = lab_id("fi")
 MIRRORS = [Path("/opt/pypi/files"), Path("/opt/pypi-more/files")]
@@ -80,8 +81,7 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def gpunet(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpunet", *args], capture_output=True, text=True, timeout=timeout,
-                          check=False)
+    return run_gpunet(list(args), timeout=timeout)
 
 
 def test_install_from_wheels_then_the_doctor_runs_the_venv_and_names_another_version(lab: LabState,

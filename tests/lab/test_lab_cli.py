@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 from typer.testing import CliRunner
@@ -13,6 +12,7 @@ from gpunet.cli.main import app
 from gpunet.lab.faults import loss_script
 from tests.lab.helpers import SMALL, leftovers
 from tests.labs import lab_id
+from tests.zygote import run_gpunet
 
 CLI_LAB = lab_id("zc")
 
@@ -21,8 +21,7 @@ runner = CliRunner()
 
 
 def gpunet(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpunet", *args], capture_output=True, text=True, timeout=120,
-                          check=False)
+    return run_gpunet(list(args))
 
 
 def test_lab_commands_end_to_end() -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from gpunet.lab.netns import ip_batch
 from gpunet.lab.state import LabState
 from tests.lab.helpers import SMALL, leftovers
 from tests.labs import lab_id
+from tests.zygote import run_gpunet
 
 NAN_LAB, BARE_LAB = lab_id("zn"), lab_id("zs")
 
@@ -22,8 +22,7 @@ LAB = lab_id("zh")
 
 
 def gpunet(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpunet", *args], capture_output=True, text=True, timeout=120,
-                          check=False)
+    return run_gpunet(list(args))
 
 
 def test_a_batch_line_with_a_line_break_stops_the_batch() -> None:
