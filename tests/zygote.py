@@ -47,8 +47,9 @@ PRELOADED_GPUNET = tuple(f"gpunet.api.{name}" for name in (
 # Read by gpunet or ClusterShell while a command runs, never by what the server preloads; and the
 # test pytest is running, which it changes with every test.
 FORKABLE_VARIABLES = ("GPUNET_", "CLUSTERSHELL_", "PYTEST_CURRENT_TEST")
-# ...but ClusterShell reads its configuration folder once, when the preloaded library first made
-# its task (a gateway's topology.conf there was not seen by a forked run: it connected directly)
+# ...but ClusterShell makes the paths of its configuration files (defaults.conf, topology.conf)
+# from this one as it is imported (a gateway's topology.conf there was not seen by a forked run: it
+# connected directly)
 READ_WHEN_PRELOADED = ("CLUSTERSHELL_CFGDIR",)
 
 

@@ -60,8 +60,9 @@ def until_listening(lab_id: str, node: str, address: str, server: subprocess.Pop
                     within: float = 60) -> None:
     """Return once `server` listens on address:port in the lab server (a fixed sleep before its
     client connected was too short on a loaded host: the client was refused and sent nothing)."""
-    namespace = read_state(lab_id).servers[node]  # type: ignore[union-attr]
-    deadline = time.monotonic() + within
+    state = read_state(lab_id)
+    assert state is not None, f"no lab {lab_id}"
+    namespace, deadline = state.servers[node], time.monotonic() + within
     while (address, port) not in tcp_listeners(namespace):
         assert server.poll() is None, f"the server in {node} exited: {server.communicate()[1][-500:]}"
         assert time.monotonic() < deadline, f"nothing listened on {address}:{port} in {node} within {within:g} s"

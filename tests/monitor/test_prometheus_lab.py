@@ -72,7 +72,7 @@ def test_an_mtu_fault_turns_the_alert_pending_on_that_node_and_device(prometheus
     apply_fault(LAB, "gpu1:ens1", "mtu", "1500")
     try:
         alerts = until(lambda: [a for a in _get(f"{prometheus_api}/alerts")["alerts"]
-                                 if a["labels"]["alertname"] == "GpunetMtuDrift"])
+                                if a["labels"]["alertname"] == "GpunetMtuDrift"])
     finally:
         heal(LAB)
     assert [(a["labels"]["node"], a["labels"]["device"], a["state"]) for a in alerts] == [("gpu1", "ens1", "pending")]
