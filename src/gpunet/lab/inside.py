@@ -270,26 +270,26 @@ def _unicast_route(body: bytes) -> tuple[str, int] | None:
     return prefix, 0 if flags & (RTNH_F_DEAD | RTNH_F_LINKDOWN) else 1
 
 
-def _attributes(data: bytes, offset: int) -> Iterator[tuple[int, bytes]]:
-    """(type, payload) of each rtattr from `offset`; one cut short ends the list."""
-    while offset + 4 <= len(data):
-        length, kind = struct.unpack_from("=HH", data, offset)
-        if length < 4 or offset + length > len(data):
+def _records(data: bytes, offset: int, header: int) -> Iterator[tuple[int, int]]:
+    """(start, length) of each record from `offset` that begins with its 16-bit length, covering at
+    least its `header` bytes, and is padded to 4 (an rtattr, an rtnexthop); one cut short ends the list."""
+    while offset + header <= len(data):
+        length = struct.unpack_from("=H", data, offset)[0]
+        if length < header or offset + length > len(data):
             return
-        yield kind, data[offset + 4:offset + length]
+        yield offset, length
         offset += (length + 3) & ~3
+
+
+def _attributes(data: bytes, offset: int) -> Iterator[tuple[int, bytes]]:
+    """(type, payload) of each rtattr (length, type, payload) from `offset`."""
+    for start, length in _records(data, offset, 4):
+        yield struct.unpack_from("=H", data, start + 2)[0], data[start + 4:start + length]
 
 
 def _live_next_hops(multipath: bytes) -> int:
-    """rtnexthop records of an RTA_MULTIPATH that the kernel forwards by."""
-    live, offset = 0, 0
-    while offset + 8 <= len(multipath):
-        length, flags = struct.unpack_from("=HB", multipath, offset)
-        if length < 8 or offset + length > len(multipath):
-            break
-        live += not flags & (RTNH_F_DEAD | RTNH_F_LINKDOWN)
-        offset += (length + 3) & ~3
-    return live
+    """rtnexthop records (length, flags, hops, ifindex) of an RTA_MULTIPATH that the kernel forwards by."""
+    return sum(not multipath[start + 2] & (RTNH_F_DEAD | RTNH_F_LINKDOWN) for start, _ in _records(multipath, 0, 8))
 
 
 def unsettled_inet6(if_inet6: str, only: str | None = None) -> list[str]:
