@@ -63,7 +63,9 @@ def test_a_reverted_change_puts_back_every_table_and_rule(lab: LabState) -> None
     before = _routing("gpu008")
     assert sum("lookup 10" in line for line in before) == 8  # the lab built a table per rail
     plan, remote, _ = reach(lab=LAB, plan=None)
-    report = apply_rollout(plan, NodeSet("gpu008"), remote, ApplyOptions(targets=DEFAULT_TARGETS, timeout_s=60,
+    # apply's default deadline: a bad change ends at its verification, and on CI's loaded host a
+    # 60 s deadline left the verifying doctor too little after a slow `begin`
+    report = apply_rollout(plan, NodeSet("gpu008"), remote, ApplyOptions(targets=DEFAULT_TARGETS,
                                                                               change=_gateway_moved))
     assert report.nodes[0].outcome == "reverted" and "GN-ROUTE-02" in report.nodes[0].reason, report.nodes
     assert _routing("gpu008") == before

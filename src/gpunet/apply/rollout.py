@@ -37,10 +37,10 @@ from gpunet.apply.manifest import node_manifest
 from gpunet.apply.remote import AGENT_SOURCE, Remote, Reply, agent_argv, call, status_of
 from gpunet.errors import UsageError
 from gpunet.fleet import NodeOutcome
-from gpunet.fleet.doctor import doctor_command, findings_of
+from gpunet.fleet.doctor import doctor_command, findings_of, silent
 from gpunet.fleet.node_gpunet import node_gpunet
 from gpunet.fleet.steps import run_each
-from gpunet.fleet.transfer import TransferOutcome, copy_to, why
+from gpunet.fleet.transfer import TransferOutcome, copy_to
 from gpunet.model.base import Frozen
 from gpunet.model.plan import Plan
 from gpunet.node.contract import FINAL
@@ -272,7 +272,7 @@ class BatchRun:
             return f"{found.problem()}: {self.remote.install_fix(node)}"
         if outcome.rc is None and "timed out" in (outcome.error or ""):
             return f"the doctor did not end within {timeout:.1f} s (a longer --timeout leaves it more)"
-        return why(outcome)
+        return f"the doctor gave no findings ({silent(outcome)})"
 
     def _transact(self, node: str, baseline: Collection[str]) -> None:
         """Begin, then wait for `applied`, verify, confirm or abort; the deadline counts from when

@@ -14,7 +14,7 @@ from gpunet.checks.base import VERDICT_ORDER
 from gpunet.errors import ParseError
 from gpunet.files.inputs import load_json
 from gpunet.fleet import FleetResult, NodeOutcome
-from gpunet.fleet.node_gpunet import node_gpunet
+from gpunet.fleet.node_gpunet import VERSION_MARK, node_gpunet
 from gpunet.model.base import Frozen
 from gpunet.model.nodeset import fold
 
@@ -72,22 +72,27 @@ def fold_doctor(result: FleetResult, fix: Callable[[str], str] | None = None) ->
         if found is not None and not found.matches:
             wrong[_pattern(found.problem(), name)].append(name)
         elif parsed is None:
-            unreachable[_silent(outcome)].append(name)
+            unreachable[silent(outcome)].append(name)
         else:
             findings += [f.model_copy(update={"node": name}) for f in parsed]
             if found is not None:
                 ran[_pattern(f"{found.found} ({found.python})", name)].append(name)
-    silent = {fold(n): why for why, n in unreachable.items()}
+    unjudged = {fold(n): why for why, n in unreachable.items()}
     for problem, names in wrong.items():
         nodes = fold(names)
-        silent[nodes] = f"{_named(problem, names)}: {fix(nodes)}" if fix else _named(problem, names)
-    return FleetDoctorReport(nodes=len(result.outcomes), findings=tuple(_fold(findings)), unreachable=silent,
+        unjudged[nodes] = f"{_named(problem, names)}: {fix(nodes)}" if fix else _named(problem, names)
+    return FleetDoctorReport(nodes=len(result.outcomes), findings=tuple(_fold(findings)), unreachable=unjudged,
                              gpunet={fold(n): _named(text, n) for text, n in ran.items()},
                              unjudged=sum(map(len, unreachable.values())) + sum(map(len, wrong.values())))
 
 
-def _silent(outcome: NodeOutcome) -> str:
-    return outcome.error or f"exit {outcome.rc}: {(outcome.stderr or outcome.stdout).strip()[-200:]}"
+def silent(outcome: NodeOutcome) -> str:
+    """How a node's doctor ended without findings, and its last words: the launcher's version line
+    aside, which says only which gpunet started (it had stood for a doctor killed under it)."""
+    said = [line.strip() for line in (outcome.stderr or outcome.stdout).splitlines()
+            if line.strip() and not line.startswith(VERSION_MARK)]
+    ended = outcome.error or f"exit {outcome.rc}"
+    return f"{ended}: {said[-1][-200:]}" if said else ended
 
 
 def _pattern(text: str, node: str) -> str:
