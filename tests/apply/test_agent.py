@@ -83,14 +83,15 @@ def root(tmp_path: Path) -> Path:
 
 
 def test_confirmed_over_a_new_call_the_new_files_stay(root: Path, tmp_path: Path) -> None:
-    bundle = _bundle(tmp_path, {"etc/hosts": "new hosts\n", "etc/gpunet/nccl.env": "NCCL_X=1\n"}, timeout=2)
+    # a deadline two agent calls outlast on a loaded host (2 s did not), then waited out
+    bundle = _bundle(tmp_path, {"etc/hosts": "new hosts\n", "etc/gpunet/nccl.env": "NCCL_X=1\n"}, timeout=12)
     rc, said = _agent(root, "begin", "--bundle", str(bundle))
     assert rc == 0 and said["started"]
     assert _wait_state(root, ("applied",))["files"][0]["existed"] is True
     assert _agent(root, "confirm", "abc123def456", "wrong")[0] == 2  # a stale controller cannot commit
     rc, said = _agent(root, "confirm", "abc123def456", "secret")
     assert rc == 0 and said["state"] == "committed" and said["configuration"] == "new"
-    time.sleep(2.5)  # past the deadline
+    time.sleep(max(0.0, _journal(root)["deadline"] - time.time()) + 0.5)  # past the deadline
     assert _journal(root)["state"] == "committed" and (root / "etc/hosts").read_text() == "new hosts\n"
 
 
@@ -102,7 +103,7 @@ def test_unconfirmed_the_guard_restores_every_file_at_the_deadline(root: Path, t
     journal = _wait_state(root, FINAL)
     assert journal["state"] == "reverted" and journal["reason"] == "not confirmed within 1.5 s"
     assert (root / "etc/hosts").read_text() == "old hosts\n" and not (root / "etc/gpunet/nccl.env").exists()
-    assert 1.5 <= journal["finished_at"] - journal["started"] < 3
+    assert 1.5 <= journal["finished_at"] - journal["started"] < 6  # at the deadline; a starved guard is late
     rc, said = _agent(root, "status")
     assert rc == 0 and said["configuration"] == "old"
 
