@@ -9,6 +9,7 @@ import subprocess
 from collections.abc import Callable, Iterator
 
 import pytest
+from hypothesis import settings
 
 # pytest-xdist workers inherit COLUMNS=80 from pytest's own terminal; Rich fixes a console's width
 # from COLUMNS when the console is made (at import), so the CLI tests that set COLUMNS per
@@ -22,6 +23,12 @@ from gpunet.spec.examples import example_text
 from gpunet.spec.loader import parse_spec
 from tests.lab.helpers import small_plan
 from tests.labs import Shape, SharedLabs
+
+# No per-example deadline anywhere: on a loaded CI host an example's wall time says more about the
+# host than the code (a 90 ms example took over Hypothesis's default 200 ms). Example counts stay
+# each test's own.
+settings.register_profile("gpunet", deadline=None)
+settings.load_profile("gpunet")
 
 
 def lab_unavailable() -> str | None:

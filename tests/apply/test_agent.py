@@ -96,14 +96,16 @@ def test_confirmed_over_a_new_call_the_new_files_stay(root: Path, tmp_path: Path
 
 
 def test_unconfirmed_the_guard_restores_every_file_at_the_deadline(root: Path, tmp_path: Path) -> None:
-    bundle = _bundle(tmp_path, {"etc/hosts": "new hosts\n", "etc/gpunet/nccl.env": "NCCL_X=1\n"}, timeout=1.5)
+    # the deadline counts from `begin`, before the worker and its guard (two processes) start: room
+    # for both on a loaded host, then the revert judged from the deadline the journal holds
+    bundle = _bundle(tmp_path, {"etc/hosts": "new hosts\n", "etc/gpunet/nccl.env": "NCCL_X=1\n"}, timeout=10)
     assert _agent(root, "begin", "--bundle", str(bundle))[0] == 0
     assert _wait_state(root, ("applied",))
     assert (root / "etc/hosts").read_text() == "new hosts\n"
     journal = _wait_state(root, FINAL)
-    assert journal["state"] == "reverted" and journal["reason"] == "not confirmed within 1.5 s"
+    assert journal["state"] == "reverted" and journal["reason"] == "not confirmed within 10 s"
     assert (root / "etc/hosts").read_text() == "old hosts\n" and not (root / "etc/gpunet/nccl.env").exists()
-    assert 1.5 <= journal["finished_at"] - journal["started"] < 6  # at the deadline; a starved guard is late
+    assert 0 <= journal["finished_at"] - journal["deadline"] < 5  # at the deadline; a starved guard is late
     rc, said = _agent(root, "status")
     assert rc == 0 and said["configuration"] == "old"
 
@@ -114,14 +116,15 @@ def test_a_worker_killed_at_each_step_is_reverted_by_its_guard_at_once(root: Pat
     files = {"etc/hosts": "new hosts\n", "etc/gpunet/nccl.env": "NCCL_X=1\n"}
     assert _agent(root, "begin", "--bundle", str(_bundle(tmp_path, files, timeout=60, pause_at=step)))[0] == 0
     state_dir = root / "var/lib/gpunet/apply"
-    marker = state_dir / "tx/abc123def456" / f"paused-{step}"
-    for _ in range(200):
-        if marker.exists():
-            break
+    marker, waited = state_dir / "tx/abc123def456" / f"paused-{step}", time.monotonic() + 60
+    while not marker.exists():
+        assert time.monotonic() < waited, f"the worker did not reach {step}"
         time.sleep(0.05)
     os.kill(_journal(root)["worker_pid"], signal.SIGKILL)
-    journal = _wait_state(root, FINAL, seconds=10)
-    assert journal["state"] == "reverted" and journal["finished_at"] - journal["started"] < 10
+    killed = time.time()
+    journal = _wait_state(root, FINAL, seconds=30)
+    # reverted as soon as the guard saw its worker gone, long before the 60 s deadline
+    assert journal["state"] == "reverted" and journal["finished_at"] - killed < 20
     assert journal["interrupted_at"] == {"applied": "written"}.get(step, step)
     assert (root / "etc/hosts").read_text() == "old hosts\n" and not (root / "etc/gpunet/nccl.env").exists()
 

@@ -118,7 +118,7 @@ def test_an_unreachable_lab_node_exits_3_and_says_so_in_json(shared_labs: Shared
     apply_fault(lab, "gpu8:eth0", "down")
     try:
         done = subprocess.run([sys.executable, "-m", "gpunet", "fleet", "run", "gpu[7-8]", "--lab", lab, "--json",
-                               "--connect-timeout", "2", "--", "true"], capture_output=True, text=True, timeout=120,
+                               "--connect-timeout", "10", "--", "true"], capture_output=True, text=True, timeout=120,
                               check=False)
     finally:
         heal(lab)

@@ -10,13 +10,13 @@ import gc
 import importlib
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -402,7 +402,7 @@ def test_9_a_client_ca_file_that_is_not_a_certificate(tmp_path: Path) -> None:
     (tmp_path / "web.yml").write_text("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n"
                                       "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.pem\n")
     refused(gpunet("exporter", "--web-config", str(tmp_path / "web.yml"), "--listen", f"127.0.0.1:{_free_port()}",
-                   timeout=20), "client_ca_file")
+                   timeout=120), "client_ca_file")
 
 
 # 10. accepted though wrong (the spec cases are in tests/fixtures/bad_specs) --------------------------
@@ -412,7 +412,7 @@ def test_10_tls_min_version_above_max_version(tmp_path: Path) -> None:
     (tmp_path / "web.yml").write_text("tls_server_config:\n  cert_file: c.pem\n  key_file: k.pem\n"
                                       "  min_version: TLS13\n  max_version: TLS12\n")
     refused(gpunet("exporter", "--web-config", str(tmp_path / "web.yml"), "--listen", f"127.0.0.1:{_free_port()}",
-                   timeout=20),
+                   timeout=120),
             "min_version TLS13 is above max_version TLS12")
 
 
@@ -500,7 +500,12 @@ def test_9_a_plan_json_that_is_no_regular_file_or_nests_without_end(tmp_path: Pa
 
 
 def test_10_a_nodeset_of_many_dimensions_is_described_quickly(tmp_path: Path, plan_dict: dict[str, Any]) -> None:
-    started = time.monotonic()
-    refused(gpunet("render", str(write_plan(tmp_path, plan_dict)), "-o", str(tmp_path / "r"), "--node",
-                   "a[1-10]b[1-10]c[1-10]d[1-10]e[1-10]", timeout=60), "not in the plan", "(100000 nodes)")
-    assert time.monotonic() - started < 20  # 10 s and 718 MB before: ClusterShell folded all 100 000
+    """In CPU seconds of a process of its own (waiting for a loaded host's CPU is not the code's)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run([sys.executable, "-m", "gpunet", "render", str(write_plan(tmp_path, plan_dict)), "-o",
+                           str(tmp_path / "r"), "--node", "a[1-10]b[1-10]c[1-10]d[1-10]e[1-10]"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    refused(done, "not in the plan", "(100000 nodes)")
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    assert cpu < 5, cpu  # 10 s and 718 MB before: ClusterShell folded all 100 000

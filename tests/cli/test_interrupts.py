@@ -53,7 +53,7 @@ def _burst(process: subprocess.Popen[str], signum: int, count: int) -> tuple[int
     return process.returncode, stdout, stderr
 
 
-def _until(ready: Callable[[], bool], seconds: float = 20) -> None:
+def _until(ready: Callable[[], bool], seconds: float = 120) -> None:
     deadline = time.monotonic() + seconds
     while not ready():
         assert time.monotonic() < deadline, "the command never started"

@@ -77,7 +77,7 @@ def test_two_uplinks_of_a_leaf_swapped(lab: LabState, plan: Plan) -> None:
 def test_a_cable_down_is_missing(lab: LabState, plan: Plan) -> None:
     link = server_cables(plan, "compute")[-1]
     apply_fault(lab.lab_id, f"{link.a.device}:{link.a.port}", "down")
-    deadline = time.monotonic() + 15  # lldpd drops a neighbour when its port goes down; give it a moment
+    deadline = time.monotonic() + 60  # lldpd drops a neighbour when its port goes down; give it a moment
     while (found := findings(check())) == [] and time.monotonic() < deadline:
         time.sleep(0.5)
     assert found == [("missing", {cable_name(link)})]

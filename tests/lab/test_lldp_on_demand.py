@@ -57,7 +57,9 @@ def test_the_first_cabling_check_starts_lldpd_and_a_cable_down_reads_missing() -
         report = cabling_check(CablingSource(lab=LAB), None, [])
         took = time.monotonic() - started
         assert [(f.kind, f.cables) for f in report.findings] == [("missing", (cable_name(down),))]
-        assert took < 30, took  # not held until the 60 s readiness deadline by the cable that is down
+        # not held until the 60 s readiness deadline by the cable that is down (below it with room
+        # for a loaded host's lldpd starts)
+        assert took < 50, took
         after = read_state(LAB)
         assert after is not None and after.lldp and LLDP_RUNNING in after.notes
         assert lldpd_in(namespaces) == namespaces  # in every server and switch

@@ -21,10 +21,10 @@ def test_the_bound_is_read_from_the_text(text: str, bound: int) -> None:
 
 
 def test_ten_million_nodes_are_refused_before_expansion() -> None:
-    start = time.monotonic()
+    start = time.process_time()  # CPU: waiting for a loaded host's CPU is not expanding
     with pytest.raises(NodeSetError, match=f"limit of {MAX_NODES} nodes"):
         parse_nodeset("node[1-10000000]")
-    assert time.monotonic() - start < 0.1
+    assert time.process_time() - start < 0.5
 
 
 @pytest.mark.parametrize(("text", "message"), [

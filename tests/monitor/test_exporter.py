@@ -125,6 +125,9 @@ def test_a_failing_source_fails_its_collector_only(tmp_path: Path) -> None:
     assert "gpunet_infiniband_port_state{" in text
 
 
+COLLECT_TIMEOUT_S = 3.0
+
+
 def test_a_stuck_sysfs_read_costs_the_timeout_not_the_scrape(tmp_path: Path) -> None:
     """A FIFO in place of a sysfs file blocks open() like a wedged driver does."""
     root = recorded_root(tmp_path)
@@ -137,7 +140,8 @@ def test_a_stuck_sysfs_read_costs_the_timeout_not_the_scrape(tmp_path: Path) -> 
         return lambda: (started_runs.append(name), collect())[1]
 
     collectors = {name: counted(name, c) for name, c in node_collectors(NodeView(root=root), False).items()}
-    collector = GpunetCollector(collectors, timeout=0.5)
+    # the healthy collectors must end within it on a loaded host too; the stuck one never does
+    collector = GpunetCollector(collectors, timeout=COLLECT_TIMEOUT_S)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
     try:
@@ -146,7 +150,7 @@ def test_a_stuck_sysfs_read_costs_the_timeout_not_the_scrape(tmp_path: Path) -> 
             started = time.monotonic()
             texts.append(generate_latest(registry).decode())
             took.append(time.monotonic() - started)
-        assert max(took) < 1.5, took
+        assert max(took) < COLLECT_TIMEOUT_S + 10, took  # bounded: the read blocks forever
         assert all('gpunet_collector_success{collector="netdev"} 0.0' in t for t in texts)
         assert all('gpunet_collector_success{collector="netstat"} 1.0' in t for t in texts)
         # The stuck run is shared by later scrapes, not restarted: one blocked worker, not three.

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from ipaddress import IPv4Interface, IPv4Network, ip_address
@@ -31,18 +32,23 @@ from tests.render.rendered import example_plan
 
 pytestmark = [pytest.mark.lab, pytest.mark.slow]
 CLOSED_PORT = 1234  # no flow of any example names it
+# Every socket bound and listening before "ready" (bound in its thread, a port could still be
+# closed when a loaded host's client tried it); each thread then serves its own.
 LISTENER = """
 import socket, sys, threading
-def serve(proto, port):
+def bound(proto, port):
     kind = socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM
     s = socket.socket(socket.AF_INET, kind)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         s.bind(("0.0.0.0", port))
     except OSError:
-        return  # sshd holds 22 on the management address: it answers for us
+        return None  # sshd holds 22 on the management address: it answers for us
     if proto == "tcp":
         s.listen(64)
+    return s
+def serve(proto, s):
+    if proto == "tcp":
         while True:
             s.accept()[0].close()
     while True:
@@ -50,7 +56,9 @@ def serve(proto, port):
         s.sendto(data, peer)
 for item in sys.argv[1:]:
     proto, port = item.split("/")
-    threading.Thread(target=serve, args=(proto, int(port)), daemon=True).start()
+    s = bound(proto, int(port))
+    if s is not None:
+        threading.Thread(target=serve, args=(proto, s), daemon=True).start()
 print("ready", flush=True)
 threading.Event().wait()
 """
@@ -61,7 +69,7 @@ from tests.labs import lab_id as new_lab_id
 def attempt(case):
     proto, source, target, port = case
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM if proto == "tcp" else socket.SOCK_DGRAM)
-    s.settimeout(3)
+    s.settimeout(10)  # "dropped" only after it: an answer from a loaded host comes late, not never
     s.bind((source, 0))
     try:
         if proto == "tcp":
@@ -180,16 +188,19 @@ def listening(lab_id: str, state: LabState, ports: dict[str, set[str]]) -> Itera
 
 
 def attempt(lab_id: str, state: LabState, probes: list[Probe]) -> dict[Probe, str]:
-    results: dict[Probe, str] = {}
-    for source in {p.source for p in probes}:
+    """Each probe's outcome; the sources side by side (a dropped probe waits out its timeout)."""
+    def from_source(source: str) -> dict[Probe, str]:
         mine = [p for p in probes if p.source == source]
         cases = json.dumps([[p.protocol, p.source_ip, p.target_ip, p.port] for p in mine])
         argv = [sys.executable, "-c", CLIENT, cases]
         if source:
             argv = node_argv_for(lab_id, state.servers[source], argv)
         done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True)
-        results |= dict(zip(mine, json.loads(done.stdout), strict=True))
-    return results
+        return dict(zip(mine, json.loads(done.stdout), strict=True))
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return {probe: outcome for found in pool.map(from_source, sorted({p.source for p in probes}))
+                for probe, outcome in found.items()}
 
 
 def load_firewalls(lab_id: str, state: LabState, plan: Plan) -> None:

@@ -79,18 +79,22 @@ def test_the_real_nft_reads_the_rules_and_they_admit_a_node_not_a_stranger() -> 
     assert evaluate(Packet(device, FOREIGN, address, "udp", PROBE_PORT), [ruleset]).outcome == "block"
 
 
+# Receives until its stdin closes (the sender has ended), then a second of quiet: a fixed idle
+# timeout from "ready" ran out on a loaded host before the sender (a new interpreter) had started.
 RECEIVER = """
-import socket, sys
+import select, socket, sys
 sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 sock.bind(("0.0.0.0", int(sys.argv[1])))
-sock.settimeout(3)
 print("ready", flush=True)
-seen = set()
-try:
-    while True:
+seen, sender_done = set(), False
+while True:
+    ready = select.select([sock] + ([] if sender_done else [sys.stdin]), [], [], 1 if sender_done else 120)[0]
+    if not ready:
+        break
+    if sock in ready:
         seen.add(sock.recvfrom(64)[1][0])
-except TimeoutError:
-    pass
+    elif not sys.stdin.readline():
+        sender_done = True
 print(" ".join(sorted(seen)), flush=True)
 """
 SENDER = """
@@ -139,12 +143,12 @@ def test_real_probes_reach_the_node_from_a_cluster_node_and_not_from_elsewhere(
         plan, node_of(plan, NODE)), capture_output=True, text=True, timeout=60, check=False)
     assert loaded.returncode == 0, loaded.stderr
     receiver = subprocess.Popen(["ip", "netns", "exec", node_ns, sys.executable, "-c", RECEIVER, str(PROBE_PORT)],
-                                stdout=subprocess.PIPE, text=True)
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert receiver.stdout is not None and receiver.stdout.readline().strip() == "ready"
         subprocess.run(["ip", "netns", "exec", outside_ns, sys.executable, "-c", SENDER, address, str(PROBE_PORT),
-                        peer, FOREIGN], check=True, timeout=30)
-        out, _ = receiver.communicate(timeout=30)
+                        peer, FOREIGN], check=True, timeout=60)
+        out, _ = receiver.communicate(timeout=60)  # closes its stdin: the sender is done
     finally:
         if receiver.poll() is None:
             receiver.kill()

@@ -57,7 +57,7 @@ def start_lldpd(etc: Path, system_name: str, prefix: Sequence[str], log: Path, s
     return process.pid
 
 
-def wait_for_sockets(etc_dirs: Sequence[Path], timeout_s: float = 10.0) -> list[Path]:
+def wait_for_sockets(etc_dirs: Sequence[Path], timeout_s: float = 30.0) -> list[Path]:
     """The namespaces whose lldpd has not opened its control socket within the timeout."""
     deadline = time.monotonic() + timeout_s
     waiting = list(etc_dirs)
@@ -68,7 +68,7 @@ def wait_for_sockets(etc_dirs: Sequence[Path], timeout_s: float = 10.0) -> list[
 
 
 def wait_until_heard(expected: Mapping[tuple[str, str], str], prefix: Callable[[str], list[str]],
-                     timeout_s: float = 15.0) -> list[str]:
+                     timeout_s: float = 30.0) -> list[str]:
     """Poll each (namespace, interface)'s neighbour table until it shows exactly the expected
     "system:port"; the ones still wrong at the timeout, as "interface: heard X"."""
     for ns in {ns for ns, _ in expected}:  # rescan interfaces now: a port moved in has a new ifindex

@@ -23,7 +23,7 @@ from gpunet.node.bundle import agent_script
 from gpunet.node.contract import FINAL, SAFE_PATH, TXID, Manifest
 from gpunet.node.files import Refused, sha256, under, write_atomic
 from gpunet.node.guard import AGENT_FILE, detached, start_guard
-from gpunet.node.journal import alive, load_journal, locked, move_to, save_journal, wait_for
+from gpunet.node.journal import GUARD_START_S, alive, load_journal, locked, move_to, save_journal, wait_for
 from gpunet.node.runtime import read_sysctl
 from gpunet.node.transaction import Transaction, settle, summary
 
@@ -64,7 +64,7 @@ def cmd_begin(args: argparse.Namespace) -> dict[str, Any]:
     worker = [sys.executable, str(args.state / AGENT_FILE), "work", "--state", str(args.state), "--root",
               str(args.root), txid]
     detached(worker, tx.tx / "worker.log")
-    if not wait_for(lambda: alive(load_journal(args.state).get("guard_pid"), txid), 15):
+    if not wait_for(lambda: alive(load_journal(args.state).get("guard_pid"), txid), GUARD_START_S):
         raise RuntimeError(f"transaction {txid}: the guard did not start (see {tx.tx}/worker.log)")
     return {"txid": txid, "previous": previous, "started": True}
 

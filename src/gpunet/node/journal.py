@@ -74,6 +74,11 @@ def alive(pid: Any, txid: str) -> bool:
     return txid.encode() in cmdline and status.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
+# How long begin (and the worker) wait for the guard, a new Python process, to start: a node busy
+# with a training job can take many seconds to start one; under the controller's 60 s for begin.
+GUARD_START_S = 45.0
+
+
 def wait_for(predicate: Any, seconds: float) -> bool:
     end = time.monotonic() + seconds
     while time.monotonic() < end:

@@ -17,7 +17,7 @@ from typing import Any
 from gpunet.node.contract import FINAL, Manifest
 from gpunet.node.files import backup_files, restore_files, under, write_atomic
 from gpunet.node.guard import spawn_guard
-from gpunet.node.journal import alive, load_journal, locked, move_to, wait_for
+from gpunet.node.journal import GUARD_START_S, alive, load_journal, locked, move_to, wait_for
 from gpunet.node.runtime import act, take_snapshot
 
 WHICH = {"committed": "new", "reverted": "old", "revert-failed": "mixed: restore by hand from the backup"}
@@ -45,7 +45,7 @@ class Transaction:
             journal = load_journal(self.state)
             move_to(self.state, journal, "staged", worker_pid=os.getpid())
             spawn_guard(self)
-            if not wait_for(lambda: alive(load_journal(self.state).get("guard_pid"), self.txid), 10):
+            if not wait_for(lambda: alive(load_journal(self.state).get("guard_pid"), self.txid), GUARD_START_S):
                 self.revert(journal, "the guard did not start: nothing applied")
                 return
             journal = load_journal(self.state)  # with the guard's pid, which the guard wrote
