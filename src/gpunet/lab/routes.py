@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from ipaddress import IPv4Interface
-from typing import TYPE_CHECKING
 
 from gpunet.model.plan import Plan
-
-if TYPE_CHECKING:
-    import networkx as nx
+from gpunet.model.switching import SWITCH_TIERS, hops_from
 
 Endpoint = tuple[str, str, str]  # (leaf, leaf port interface, address)
 
@@ -26,18 +23,19 @@ def port_number(interface: str) -> str | None:
     return number if interface.startswith("swp") and number.isdigit() else None
 
 
-def switch_graph(plan: Plan, plane: str) -> nx.MultiGraph:
-    # imported here: every command that reaches a lab server (exec, doctor, apply) imports this
-    # module for its port names, and networkx took a fifth of their start-up (0.2-0.8 s) for a
-    # graph only `lab up` builds
-    import networkx as nx  # noqa: PLC0415
+# (neighbour, this switch's port, the neighbour's port): one a switch-to-switch cable
+Cable = tuple[str, str, str]
 
-    graph = nx.MultiGraph()
-    graph.add_nodes_from(s.name for s in plan.switches if s.plane == plane)
+
+def switch_cables(plan: Plan, plane: str) -> dict[str, list[Cable]]:
+    """Each switch of the plane and its cables to other switches, in the plan's order (parallel
+    cables to one neighbour each their own)."""
+    cables: dict[str, list[Cable]] = {s.name: [] for s in plan.switches if s.plane == plane}
     for c in plan.links:
-        if c.plane == plane and c.tier in ("leaf_spine", "spine_core"):
-            graph.add_edge(c.a.device, c.b.device, ports={c.a.device: c.a.port, c.b.device: c.b.port})
-    return graph
+        if c.plane == plane and c.tier in SWITCH_TIERS:
+            cables.setdefault(c.a.device, []).append((c.b.device, c.a.port, c.b.port))
+            cables.setdefault(c.b.device, []).append((c.a.device, c.b.port, c.a.port))
+    return cables
 
 
 def endpoints(plan: Plan, plane: str, lab_addr: dict[tuple[str, str], IPv4Interface]) -> list[Endpoint]:
@@ -54,14 +52,15 @@ def host_routes(
     `bgp_planes` BGP routes the servers (the switches' frr.conf), so only `extra`'s are here."""
     routes: dict[str, list[str]] = defaultdict(list)
     for plane in {s.plane for s in plan.switches}:
-        graph = switch_graph(plan, plane)
+        cables = switch_cables(plan, plane)
+        graph = {switch: {far for far, _, _ in mine} for switch, mine in cables.items()}
         by_leaf: dict[str, list[Endpoint]] = defaultdict(list)
         servers = [] if plane in bgp_planes else endpoints(plan, plane, lab_addr)
         for ep in servers + extra.get(plane, []):
             by_leaf[ep[0]].append(ep)
         for leaf, eps in by_leaf.items():
             routes[leaf] += [f"route add {ip}/32 dev {port}" for _, port, ip in eps]
-            for switch, hops in _next_hops(graph, leaf, p2p).items():
+            for switch, hops in _next_hops(cables, hops_from(graph, leaf), p2p).items():
                 routes[switch] += [f"route add {ip}/32 {hops}" for _, _, ip in eps]
     return routes
 
@@ -78,20 +77,16 @@ def _interleaved(hops: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
     return [(via, dev) for _, _, via, dev in sorted(ranked)]
 
 
-def _next_hops(graph: nx.MultiGraph, leaf: str, p2p: dict[tuple[str, str], IPv4Interface]) -> dict[str, str]:
-    """For every other switch, the ECMP next-hop clause toward `leaf`."""
-    import networkx as nx  # noqa: PLC0415  (see switch_graph)
-
-    distance = nx.single_source_shortest_path_length(graph, leaf)
+def _next_hops(cables: dict[str, list[Cable]], distance: dict[str, int],
+               p2p: dict[tuple[str, str], IPv4Interface]) -> dict[str, str]:
+    """For every other switch, the ECMP next-hop clause toward the leaf `distance` counts from:
+    each of its cables to a neighbour one hop nearer."""
     result = {}
     for switch, dist in distance.items():
-        if switch == leaf:
+        if dist == 0:
             continue
-        hops = _interleaved([
-            (neighbour, str(p2p[neighbour, data["ports"][neighbour]].ip), port_if(data["ports"][switch]))
-            for _, neighbour, data in graph.edges(switch, data=True)
-            if distance.get(neighbour) == dist - 1
-        ])
+        hops = _interleaved([(far, str(p2p[far, far_port].ip), port_if(port))
+                             for far, port, far_port in cables[switch] if distance.get(far) == dist - 1])
         if len(hops) == 1:
             result[switch] = f"via {hops[0][0]} dev {hops[0][1]}"
         else:
