@@ -28,10 +28,11 @@ def cross_reference_problems(plan: Plan) -> Iterator[str]:
     for hostname in _repeated(interfaces.hostnames):
         yield f"hostname {hostname!r} is given twice"
     p2p: list[str] = []  # the /31 problems, met on the one walk over the cables, told after the addresses'
-    yield from _link_problems(plan, interfaces.ports, p2p)
+    routed: set[str] = {p.name for p in plan.planes if p.routing is not None}
+    yield from _link_problems(plan, interfaces.ports, routed, p2p)
     yield from _gateway_problems(plan)
     yield from interfaces.outside
-    yield from _switch_address_problems(plan, interfaces.switch_held)
+    yield from _switch_address_problems(plan, routed, interfaces.switch_held)
     yield from p2p
     yield from _flow_problems(plan)
 
@@ -95,7 +96,8 @@ def _repeated(values: list[str]) -> Iterator[str]:
 MAX_NUMBERED_PORTS = 512  # the largest radix whose port names are listed: a 64-port switch's 128 lanes and more
 
 
-def _link_problems(plan: Plan, node_ports: dict[str, Collection[str]], p2p: list[str]) -> Iterator[str]:
+def _link_problems(plan: Plan, node_ports: dict[str, Collection[str]], routed: set[str],
+                   p2p: list[str]) -> Iterator[str]:
     """Each cable end a port of its device: an interface of a node (`node_ports`), or a numbered
     port of a switch (1 to its radix). Looked up in one set of port names a device (a switch's
     shared by every switch of its radix): no tuple made and hashed for each of a 1M-GPU plan's 4.7
@@ -108,7 +110,6 @@ def _link_problems(plan: Plan, node_ports: dict[str, Collection[str]], p2p: list
     # a switch's entry over a node's of the same name: a name given twice, reported first
     ports = node_ports | {name: numbered[radix] for name, radix in switches.items()}
     planes = {p.name for p in plan.planes}
-    routed: set[str] = {p.name for p in plan.planes if p.routing is not None}
     cables: set[str] = set()
     for link in plan.links:
         if link.plane not in planes:
@@ -150,11 +151,10 @@ def _p2p_problems(link: Link, routed: set[str], cables: set[str]) -> Iterator[st
     cables.add(str(link.p2p))
 
 
-def _switch_address_problems(plan: Plan, taken: set[str]) -> Iterator[str]:
+def _switch_address_problems(plan: Plan, routed: set[str], taken: set[str]) -> Iterator[str]:
     """Each switch address once (loopbacks, management), none a node's (`taken`: the nodes'
     addresses that are a switch's too, without their prefix); ASNs and loopbacks only on routed
-    planes."""
-    routed = {p.name for p in plan.planes if p.routing is not None}
+    planes (`routed`)."""
     for s in plan.switches:
         if (s.asn is not None or s.loopback is not None) and s.plane not in routed:
             yield f"switch {s.name} has an ASN or loopback on plane {s.plane}, which is not routed"
