@@ -88,7 +88,8 @@ def test_an_mtu_drop_on_one_uplink_is_found_by_doctors_path_mtu_check(lab: LabSt
     # The fault sits on one end; the spine refuses on the way down (answering from the /31 it was
     # reached on), the leaf's drop on the way up is silent: either way the cable is the one named.
     named = f"cable {shown(uplink)} (next-hop MTU 1500: "
-    assert all(named in f["observed"] and f["observed"].count("cable ") == 1 for f in failed), failed
+    assert all(named in f["observed"] and f["observed"].count("cable ") == 1 for f in failed), \
+        [f["observed"] for f in failed]  # the words themselves: pytest cuts a list of findings short
     report = localize(LocalizeSource(lab=LAB), planes=["compute"])
     assert report.suspects[0].cable == cable_name(uplink) and report.suspects[0].source.endswith("path-mtu")
     assert [s.cable for s in report.named] == [cable_name(uplink)]
