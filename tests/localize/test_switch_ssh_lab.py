@@ -73,7 +73,7 @@ def test_frames_over_a_switch_ports_mtu_show_between_the_two_samples_on_that_por
                   for i in plan.node(c.a.device).interfaces if i.name == c.a.port)
     leaf_ns = f"gn{lab.lab_id}-comp-leaf001"
     subprocess.run(["ip", "-n", leaf_ns, "link", "set", "swp1", "mtu", "1500"], check=True)
-    pings = subprocess.Popen(["ip", "netns", "exec", f"gn{lab.lab_id}-{server.name}", "ping", "-q", "-c", "6000",
+    pings = subprocess.Popen(["ip", "netns", "exec", f"gn{lab.lab_id}-{server.name}", "ping", "-q", "-c", "60000",
                               "-i", "0.01", "-s", "3000", "-W", "1", "-I", str(source.address).split("/")[0],
                               str(target.address).split("/")[0]], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
