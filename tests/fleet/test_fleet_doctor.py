@@ -11,7 +11,8 @@ import pytest
 
 from gpunet.checks import Finding
 from gpunet.fleet import FleetResult, NodeOutcome
-from gpunet.fleet.doctor import doctor_command, fold_doctor
+from gpunet.fleet.doctor import doctor_command, fold_doctor, silent
+from gpunet.fleet.node_gpunet import VERSION_MARK
 from gpunet.lab.faults import apply_fault, heal
 from tests.labs import SharedLabs
 
@@ -83,3 +84,12 @@ def test_doctor_fleet_over_the_lab_names_the_one_faulty_server(shared_labs: Shar
     assert failing == {("GN-MTU-01", "gpu3", "ens1")}, failing
     link = next(f for f in report["findings"] if f["check"] == "GN-LINK-01" and f["subject"] == "ens1")
     assert (link["verdict"], link["nodes"]) == ("pass", "gpu[1-8]")
+
+
+def test_a_silent_doctor_is_told_by_its_own_words_not_the_launchers_version_line() -> None:
+    mark = VERSION_MARK + '{"found": "0.1.0", "wanted": "0.1.0", "python": "python3"}'
+    assert silent(NodeOutcome(node="n", rc=137, stderr=mark)) == "exit 137"
+    assert silent(NodeOutcome(node="n", rc=1, stderr=mark, stdout="not JSON\n")) == "exit 1: not JSON"
+    assert silent(NodeOutcome(node="n", rc=2, stderr=f"{mark}\ngpunet: --plan: no such file\n")) == \
+        "exit 2: gpunet: --plan: no such file"
+    assert silent(NodeOutcome(node="n", rc=None, error="timed out", stderr=mark)) == "timed out"

@@ -89,8 +89,8 @@ def fold_doctor(result: FleetResult, fix: Callable[[str], str] | None = None) ->
 def silent(outcome: NodeOutcome) -> str:
     """How a node's doctor ended without findings, and its last words: the launcher's version line
     aside, which says only which gpunet started (it had stood for a doctor killed under it)."""
-    said = [line.strip() for line in (outcome.stderr or outcome.stdout).splitlines()
-            if line.strip() and not line.startswith(VERSION_MARK)]
+    said = ([line.strip() for line in outcome.stderr.splitlines() if line.strip() and not line.startswith(VERSION_MARK)]
+            or [line.strip() for line in outcome.stdout.splitlines() if line.strip()])
     ended = outcome.error or f"exit {outcome.rc}"
     return f"{ended}: {said[-1][-200:]}" if said else ended
 
