@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpunet.cli.main import app
+from gpunet.fabric import collect
 from gpunet.model.io import read_plan
 from gpunet.model.plan import Plan
 from gpunet.spec.examples import example_text
@@ -111,7 +112,10 @@ def test_an_unparseable_neighbour_file_names_the_file_and_line(planned: tuple[Pa
     assert f"{bad}: line 4:" in result.output
 
 
-def test_a_saved_ibnetdiscover_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize("apart_from", [collect.BACKGROUND_FROM_BYTES, 0], ids=["read-here", "read-apart"])
+def test_a_saved_ibnetdiscover_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, apart_from: int) -> None:
+    """Read here, or in a process of its own while the plan is read (as a large file is): the same findings."""
+    monkeypatch.setattr(collect, "BACKGROUND_FROM_BYTES", apart_from)
     spec = FIXTURES / "ibsim-0.10-tiny-hdr-healthy" / "spec.yaml"
     result = runner.invoke(app, ["cabling", "check", "--plan", str(spec), "--ibnetdiscover",
                                  str(FIXTURES / "ibsim-0.10-tiny-hdr-faults" / "output.txt"), "--json"])

@@ -5,6 +5,8 @@ Each takes exactly one source; `gpunet.reach` gets at it."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +14,7 @@ from gpunet.errors import ParseError, UsageError
 from gpunet.fabric import collect
 from gpunet.fabric.cabling import CablingReport, check_cabling
 from gpunet.fabric.counters import parse_ibqueryerrors
-from gpunet.fabric.ibnetdiscover import parse_ibnetdiscover
+from gpunet.fabric.ibnetdiscover import IbTopology, parse_ibnetdiscover
 from gpunet.fabric.observed import Observation, from_ibnetdiscover, from_lldp
 from gpunet.files.inputs import read_text
 from gpunet.localize.probing import ProbeSettings, shipped_agent
@@ -64,13 +66,21 @@ def cabling_check(source: CablingSource, plan: Path | None, planes: list[str], *
                   key: Path | None = None) -> CablingReport:
     """Each planned cable: ok, missing, miswired, swapped, wrong speed or width; links nobody planned."""
     kind = source.chosen()
-    reached = _reach(source, plan, user, key)
-    against = reached.plan() if kind in ("lab", "ibsim") else (plan_of(plan) if plan else None)
-    if against is None:
-        raise UsageError("--plan: the plan.json (or spec) the cables are checked against")
-    observation = _observe(source, kind, against, reached)
+    with _saved_topology(source, kind, plan) as saved:  # a large saved file is parsed while the plan is read
+        reached = _reach(source, plan, user, key)
+        against = reached.plan() if kind in ("lab", "ibsim") else (plan_of(plan) if plan else None)
+        if against is None:
+            raise UsageError("--plan: the plan.json (or spec) the cables are checked against")
+        observation = _observe(source, kind, against, reached, saved)
     chosen = _planes(against, planes, infiniband=observation.source == "ibnetdiscover")
     return check_cabling(against, observation, chosen)
+
+
+def _saved_topology(source: CablingSource, kind: str, plan: Path | None
+                    ) -> AbstractContextManager[Callable[[], IbTopology] | None]:
+    if kind == "ibnetdiscover" and plan is not None and source.ibnetdiscover is not None:
+        return collect.ib_file_reader(source.ibnetdiscover)
+    return nullcontext()
 
 
 def _reach(source: CablingSource, plan: Path | None, user: str | None, key: Path | None) -> Reach:
@@ -81,7 +91,8 @@ def _reach(source: CablingSource, plan: Path | None, user: str | None, key: Path
     return Reach.of_nodes(plan, user, key)
 
 
-def _observe(source: CablingSource, kind: str, plan: Plan, reached: Reach) -> Observation:
+def _observe(source: CablingSource, kind: str, plan: Plan, reached: Reach,
+             saved: Callable[[], IbTopology] | None) -> Observation:
     if kind == "lab":
         reached.lldp_running()
         tables, notes = collect.lldp_from_devices(reached.devices())
@@ -90,15 +101,16 @@ def _observe(source: CablingSource, kind: str, plan: Plan, reached: Reach) -> Ob
     elif kind == "lldp_dir":
         tables, notes = collect.lldp_from_dir(source.lldp_dir or Path()), []
     else:
-        return _observe_infiniband(source, kind, plan, reached)
+        return _observe_infiniband(source, kind, plan, reached, saved)
     observation = from_lldp(plan, tables)
     observation.notes[:0] = notes
     return observation
 
 
-def _observe_infiniband(source: CablingSource, kind: str, plan: Plan, reached: Reach) -> Observation:
+def _observe_infiniband(source: CablingSource, kind: str, plan: Plan, reached: Reach,
+                        saved: Callable[[], IbTopology] | None) -> Observation:
     if kind == "ibnetdiscover":
-        return from_ibnetdiscover(plan, collect.ib_from_file(source.ibnetdiscover or Path()))
+        return from_ibnetdiscover(plan, saved() if saved else collect.ib_from_file(source.ibnetdiscover or Path()))
     done = reached.infiniband_tool(["ibnetdiscover"], timeout=600)
     if done.returncode != 0:
         raise UsageError(f"ibnetdiscover on {reached.describe()} exited {done.returncode}: {done.stderr[:200]}")

@@ -7,7 +7,7 @@ down are not listed. Width and speed are the last `NxSPEED` of a port line (4xND
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from gpunet.errors import ParseError
 from gpunet.files.inputs import integer
@@ -51,24 +51,45 @@ class IbTopology(Frozen):
 
 
 Row = tuple[str, int, str, int, int | None, str | None]  # an IbLink's fields, in order
+NodeRow = tuple[Literal["switch", "ca", "router"], str, str, int, int | None]  # an IbNode's fields, in order
 Ends = tuple[str, int, str, int]  # a cable's two ends, the lower first
 NODE_FIELDS, LINK_FIELDS = set(IbNode.model_fields), set(IbLink.model_fields)
+
+
+class Rows(NamedTuple):
+    """What the parser read, as plain tuples (cheap to pickle: a saved file is parsed in a process
+    of its own while the plan is read, fabric/collect.ib_file_reader); topology_of makes the models."""
+
+    nodes: list[NodeRow]
+    links: list[Row]  # one per cable
 
 
 def parse_ibnetdiscover(text: str) -> IbTopology:
     """Lines around the records (a terminal log's banner and prompt) are skipped; inside a record
     (from its header to the next blank line) every line must be understood."""
+    return topology_of(parse_rows(text))
+
+
+def parse_rows(text: str) -> Rows:
+    """The parse of parse_ibnetdiscover, before its models are made."""
     with bulk_objects():  # a 1M-GPU fabric is 10^6 nodes and 10^6 links: no collector passes over them
         nodes, rows = _records(text)
-        # Every value of a row was checked and typed by the parser (the regexes, _number, the port
-        # bounds): pydantic's validation would re-check only the types the parser gave them.
-        return IbTopology(nodes=tuple(nodes), links=tuple(_link(row) for row in rows.values()))
+        return Rows(nodes, list(rows.values()))
 
 
-def _records(text: str) -> tuple[list[IbNode], dict[Ends, Row]]:
-    nodes: list[IbNode] = []
+def topology_of(rows: Rows) -> IbTopology:
+    """The models of a parse. Every value of a row was checked and typed by the parser (the
+    regexes, _number, the port bounds): pydantic's validation would re-check only the types the
+    parser gave them."""
+    with bulk_objects():
+        return IbTopology(nodes=tuple(_node_model(row) for row in rows.nodes),
+                          links=tuple(_link(row) for row in rows.links))
+
+
+def _records(text: str) -> tuple[list[NodeRow], dict[Ends, Row]]:
+    nodes: list[NodeRow] = []
     rows: dict[Ends, Row] = {}
-    current: IbNode | None = None
+    current: NodeRow | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if port := PORT.match(line):  # most lines: a header never starts with "["
@@ -95,15 +116,20 @@ def _number(digits: str, number: int) -> int:
     return integer(digits, TOOL, number)
 
 
-def _node(match: re.Match[str], number: int) -> IbNode:
+def _node(match: re.Match[str], number: int) -> NodeRow:
     kind, ports, node_id, description, rest = match.groups()
     count = _number(ports, number)
     if not 1 <= count <= 255:
         raise ParseError(TOOL, number, f"{ports[:20]} ports: a node has 1 to 255")
     lid = LID.search(rest or "")
-    return trusted(IbNode, NODE_FIELDS, {
-        "kind": KINDS[kind], "node_id": node_id, "description": description if description is not None else node_id,
-        "ports": count, "lid": integer(lid[1], TOOL, number) if lid else None})
+    return (KINDS[kind], node_id, description if description is not None else node_id, count,
+            integer(lid[1], TOOL, number) if lid else None)
+
+
+def _node_model(row: NodeRow) -> IbNode:
+    kind, node_id, description, ports, lid = row
+    return trusted(IbNode, NODE_FIELDS, {"kind": kind, "node_id": node_id, "description": description,
+                                         "ports": ports, "lid": lid})
 
 
 def _link(row: Row) -> IbLink:
@@ -112,7 +138,7 @@ def _link(row: Row) -> IbLink:
                                          "width": width, "speed": speed})
 
 
-def _add_row(rows: dict[Ends, Row], node: IbNode, match: re.Match[str], number: int) -> None:
+def _add_row(rows: dict[Ends, Row], node: NodeRow, match: re.Match[str], number: int) -> None:
     """The port line's cable, keyed by both ends in order, so the second listing of a cable adds
     nothing (unless the first showed no width). The key one flat tuple, the lower end first: a
     tuple of two ends took three tuples to make and hash, at each of a 1M-GPU fabric's 3.3 million
@@ -121,9 +147,9 @@ def _add_row(rows: dict[Ends, Row], node: IbNode, match: re.Match[str], number: 
     port_number = int(port) if len(port) <= 3 and port.isascii() else integer(port, TOOL, number)
     remote_number = (int(remote_port) if len(remote_port) <= 3 and remote_port.isascii()
                      else integer(remote_port, TOOL, number))
-    if not (port_number <= node.ports and 1 <= remote_number <= 255) or (port_number == 0 and node.kind != "switch"):
+    kind, node_id, _, ports, _ = node
+    if not (port_number <= ports and 1 <= remote_number <= 255) or (port_number == 0 and kind != "switch"):
         raise ParseError(TOOL, number, f"port {port_number} to {remote}[{remote_number}] is outside the node's ports")
-    node_id = node.node_id
     if node_id < remote or (node_id == remote and port_number <= remote_number):  # (node_id, port) <= (remote, port)
         key = (node_id, port_number, remote, remote_number)
     else:
