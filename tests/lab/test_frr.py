@@ -15,12 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from gpunet.design import design
 from gpunet.errors import LabUsageError
 from gpunet.lab import frr
-from gpunet.lab.frr import choose_routing, daemons_for, unconverged, vtysh_argv
+from gpunet.lab.frr import choose_routing, daemons_for, frr_order, unconverged, vtysh_argv
 from gpunet.model.switching import sessions
 from gpunet.probe.frr import parse_frr_route_json
 from gpunet.render.switch.frr import render_frr
+from gpunet.spec.examples import example_text
+from gpunet.spec.loader import parse_spec
 from tests.checks.frr_record import plan as recorded_plan
 
 RECORDED = Path(__file__).parent.parent / "fixtures" / "switch_check" / "lab-frr-8.4.4-two-leaves-two-spines"
@@ -182,3 +185,23 @@ def test_a_show_command_goes_over_the_daemons_vty_socket(switch_sockets: Path, a
 
 def test_a_daemon_not_there_yet_is_no_answer(switch_sockets: Path) -> None:
     assert frr.vty_show(switch_sockets, "gnt-leaf1", "zebra", "show ip route json") == ""
+
+
+@pytest.mark.parametrize("example", ["small-ethernet", "multi-unit-large"])
+def test_routers_start_upper_tiers_first_and_each_planes_first_leaf_early(example: str) -> None:
+    """frr_order: cores, then spines, then leaves; within a tier the planes take turns (the n-th
+    switch of every plane before any plane's n+1-th), each plane's own order kept."""
+    spec, _ = parse_spec(example_text(example))
+    switches = design(spec).switches
+    ordered = frr_order(switches)
+    assert sorted(s.name for s in ordered) == sorted(s.name for s in switches)
+    tiers = [frr.TIER_ORDER.index(s.tier) for s in ordered]
+    assert tiers == sorted(tiers) and len(set(tiers)) == len({s.tier for s in switches})
+    rank: dict[str, int] = {}
+    for group in {(s.plane, s.tier) for s in switches}:
+        members = [s.name for s in switches if (s.plane, s.tier) == group]
+        assert [s.name for s in ordered if (s.plane, s.tier) == group] == members
+        rank |= {name: i for i, name in enumerate(members)}
+    for tier in {s.tier for s in switches}:
+        ranks = [rank[s.name] for s in ordered if s.tier == tier]
+        assert ranks == sorted(ranks), f"{tier}: a plane's next switch before another plane's current one"

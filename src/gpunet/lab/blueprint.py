@@ -11,6 +11,7 @@ from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 
 from gpunet.errors import LabError, LabUsageError
 from gpunet.lab.addressing import LAB_RANGE, BlockCarver, PlaneAddressing, lab_block, plane_addressing
+from gpunet.lab.frr import frr_order
 from gpunet.lab.management import HOST_PORT, plan_management
 from gpunet.lab.routes import host_routes, port_if
 from gpunet.lab.state import AddressPair, Routing
@@ -130,7 +131,7 @@ def _blueprint(plan: Plan, lab_id: str, slot: int, scale: float, *, dense: bool,
         mgmt_addresses={n: str(a.ip) for (n, _), a in lab_addr.items() if a.ip in addressing[mgmt].lab_subnet},
         hosts_file=_hosts_file(plan, lab_addr), notes=[*_notes(plan, addressing), *management.notes],
         lab_plan=lab_plan, routing=routing,
-        frr_confs={ns[s.name]: render_frr(lab_plan, s) for s in lab_plan.switches
+        frr_confs={ns[s.name]: render_frr(lab_plan, s) for s in frr_order(lab_plan.switches)
                    if s.plane in bgp_planes and s.plane not in bridged},
         mgmt_ports=management.ports, host_links=management.host_links,
         host_link_addresses=management.host_addresses,

@@ -26,6 +26,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -44,6 +45,8 @@ DAEMONS = ("zebra", "staticd", "bfdd", "bgpd")  # zebra first: the others connec
 FRR_USER = "frr"
 SUBDIR = "frr"
 BARE = "bare.conf"  # what each daemon reads itself: nothing
+START_WORKERS = 16  # switches started at once: enough to keep two cores busy while each waits on its daemons
+TIER_ORDER = ("core", "spine", "leaf")
 START_TIMEOUT_S = 15.0  # every daemon's pid file and zebra's socket; seconds, not minutes, even on 2 busy cores
 STOP_WAIT_S = 3.0
 CRASH_LOGS = Path("/var/tmp/frr")  # FRR 8's per-daemon folder, <daemon>.<pid>
@@ -119,35 +122,85 @@ def daemon_argv(directory: Path, namespace: str, daemon: str) -> list[str]:
 
 
 def start_frr(lab_dir: Path, confs: Mapping[str, str]) -> None:
-    """Write each switch's frr.conf, start its daemons (every zebra, then, once each has its socket,
-    the rest) and hand them the file through vtysh, which gives each line to the daemon it belongs
-    to, as FRR loads an integrated frr.conf (a daemon reading the whole file itself stops at the
-    first `exit` of a section it does not know: staticd left every `ip route` after `router bgp`
-    out). LabError naming the switches whose daemons did not start or refused a line."""
+    """Write each switch's frr.conf, start its daemons (zebra, then, once it has its socket, the
+    rest) and hand them the file through vtysh, which gives each line to the daemon it belongs to,
+    as FRR loads an integrated frr.conf (a daemon reading the whole file itself stops at the first
+    `exit` of a section it does not know: staticd left every `ip route` after `router bgp` out).
+
+    Switch by switch, a few at a time, in the order given (`frr_order`: upper tiers first), each
+    configured as soon as its own daemons are up, rather than every zebra, then every bgpd, then
+    every vtysh: BGP's clock starts at a switch's configuration (a session leaves Idle about 1 s
+    later; a spine's update group then waits 1 s plus 50 ms a peer, from its first session, before
+    its first update, and every session up by then shares that update), so spines configured first
+    and leaves as they come have the fabric converged about a start timer and an update group's
+    wait after the last leaf, where waiting for every switch of one step before the next left each
+    spine's first session, and so its wait, to after the last switch. LabError naming the switches
+    whose daemons did not start or refused a line."""
     if not confs:
         return
     _let_frr_through(lab_dir)
     dirs = {ns: _switch_folder(lab_dir, ns, conf) for ns, conf in confs.items()}
-    _start_all([(ns, "zebra") for ns in dirs], dirs)
-    _wait_for({ns: [d / "zserv.api"] for ns, d in dirs.items()}, "zebra's socket")
-    _start_all([(ns, d) for ns, conf in confs.items() for d in daemons_for(conf) if d != "zebra"], dirs)
-    _wait_for({ns: [d / f"{daemon}.pid" for daemon in daemons_for(confs[ns])] for ns, d in dirs.items()},
-              "pid files")
-    _load_configs(dirs)
+    with ThreadPoolExecutor(max_workers=START_WORKERS) as pool:
+        problems = [p for p in pool.map(lambda ns: _start_switch(ns, dirs[ns], daemons_for(confs[ns])), dirs) if p]
+    if problems:
+        raise LabError(f"FRR: {'; '.join(problems[:3])}{f' and {len(problems) - 3} more' if len(problems) > 3 else ''}"
+                       f"; logs in {lab_dir / SUBDIR}")
 
 
-def _load_configs(dirs: Mapping[str, Path]) -> None:
-    processes = {ns: subprocess.Popen(vtysh_argv(d.parent.parent, ns, "-f", str(d / "frr.conf")),
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True)
-                 for ns, d in dirs.items()}
-    refused = []
-    for ns, process in processes.items():
-        out, _ = process.communicate(timeout=START_TIMEOUT_S)
+def frr_order(switches: Iterable[Switch]) -> list[Switch]:
+    """The order start_frr takes switches in: cores, spines, then leaves, the planes taken in turn
+    within a tier (each plane's first leaf early: its spines' update groups wait from their first
+    session)."""
+    taken: Counter[tuple[str, str]] = Counter()
+    ranked = []
+    for switch in switches:
+        ranked.append((TIER_ORDER.index(switch.tier), taken[switch.plane, switch.tier], switch))
+        taken[switch.plane, switch.tier] += 1
+    return [switch for _, _, switch in sorted(ranked, key=lambda r: r[:2])]
+
+
+def _start_switch(namespace: str, directory: Path, daemons: list[str]) -> str | None:
+    """One switch's daemons started and its frr.conf loaded; what went wrong, or None."""
+    rest = [d for d in daemons if d != "zebra"]
+    return (_start(namespace, directory, ["zebra"])
+            or _appeared(namespace, [directory / "zserv.api"], "zebra's socket")
+            or _start(namespace, directory, rest)
+            or _appeared(namespace, [directory / f"{daemon}.pid" for daemon in daemons], "pid files")
+            or _load_config(namespace, directory))
+
+
+def _start(namespace: str, directory: Path, daemons: list[str]) -> str | None:
+    """Start the daemons side by side (each forks into the background once it is up); their start-up
+    errors go to their logs."""
+    processes = [(daemon, subprocess.Popen(daemon_argv(directory, namespace, daemon), stdin=subprocess.DEVNULL,
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+                 for daemon in daemons]
+    failed = []
+    for daemon, process in processes:
+        _, err = process.communicate(timeout=START_TIMEOUT_S)
         if process.returncode != 0:
-            refused.append(f"{ns}: {(out.strip().splitlines() or ['vtysh exit ' + str(process.returncode)])[-1]}")
-    if refused:
-        raise LabError(f"FRR refused the rendered frr.conf: {'; '.join(refused[:3])}")
+            failed.append(f"{daemon} in {namespace} did not start "
+                          f"({(err.strip().splitlines() or ['exit ' + str(process.returncode)])[-1]})")
+    return "; ".join(failed) or None
+
+
+def _appeared(namespace: str, files: list[Path], what: str) -> str | None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while not all(f.exists() for f in files):
+        if time.monotonic() >= deadline:
+            return f"{namespace} did not write its {what} within {START_TIMEOUT_S:g} s"
+        time.sleep(0.01)
+    return None
+
+
+def _load_config(namespace: str, directory: Path) -> str | None:
+    done = subprocess.run(vtysh_argv(directory.parent.parent, namespace, "-f", str(directory / "frr.conf")),
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=START_TIMEOUT_S,
+                          check=False)
+    if done.returncode == 0:
+        return None
+    said = (done.stdout + done.stderr).strip().splitlines()
+    return f"{namespace} refused the rendered frr.conf: {(said or ['vtysh exit ' + str(done.returncode)])[-1]}"
 
 
 def _let_frr_through(lab_dir: Path) -> None:
@@ -172,33 +225,6 @@ def _switch_folder(lab_dir: Path, namespace: str, conf: str) -> Path:
     for path in (directory, directory / "frr.conf", directory / BARE):
         shutil.chown(path, FRR_USER, FRR_USER)
     return directory
-
-
-def _start_all(jobs: list[tuple[str, str]], dirs: Mapping[str, Path]) -> None:
-    """Start the daemons side by side (each forks into the background at once); their start-up
-    errors go to their logs."""
-    processes = [(ns, daemon, subprocess.Popen(daemon_argv(dirs[ns], ns, daemon), stdin=subprocess.DEVNULL,
-                                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
-                 for ns, daemon in jobs]
-    failed = []
-    for ns, daemon, process in processes:
-        _, err = process.communicate(timeout=START_TIMEOUT_S)
-        if process.returncode != 0:
-            failed.append(f"{daemon} in {ns} ({(err.strip().splitlines() or ['exit ' + str(process.returncode)])[-1]})")
-    if failed:
-        raise LabError(f"FRR did not start: {'; '.join(failed[:3])}; logs in {next(iter(dirs.values())).parent}")
-
-
-def _wait_for(files: Mapping[str, list[Path]], what: str) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    waiting = dict(files)
-    while waiting and time.monotonic() < deadline:
-        waiting = {ns: paths for ns, paths in waiting.items() if not all(p.exists() for p in paths)}
-        time.sleep(0.01)
-    if waiting:
-        late = sorted(waiting)
-        raise LabError(f"FRR in {', '.join(late[:3])} did not write its {what} within {START_TIMEOUT_S:g} s; see "
-                       f"the logs in {files[late[0]][0].parent}")
 
 
 def restart_frr(lab_dir: Path, namespaces: set[str]) -> None:
