@@ -11,6 +11,7 @@ from gpunet.design import design
 from gpunet.lab.addressing import LAB_RANGE, LabError, lab_block
 from gpunet.lab.blueprint import build_blueprint
 from gpunet.lab.faults import parse_rate
+from gpunet.lab.frr import frr_order
 from gpunet.lab.slice import slice_plan
 from gpunet.render.switch.frr import render_frr
 from gpunet.render.sysctl import render_sysctl_net
@@ -93,6 +94,14 @@ def test_frr_switches_run_the_frr_conf_rendered_from_the_lab_plan_and_no_static_
     assert not [c for c in leaf.commands if c.startswith("route add")]
     assert f"addr add {lab_leaf.loopback}/32 dev lo" in leaf.commands
     assert "link set dev swp5 mtu 9216 gso_max_segs 1 up" in leaf.commands
+
+
+def test_routers_are_listed_in_the_order_frr_starts_them() -> None:
+    """Spines before leaves (lab/frr.frr_order): start_frr takes the switches in this order."""
+    bp = build_blueprint(small_plan(), "t", slot=0, routing="frr")
+    in_order = [f"gnt-{s.name}" for s in frr_order(bp.lab_plan.switches) if f"gnt-{s.name}" in bp.frr_confs]
+    assert list(bp.frr_confs) == in_order
+    assert [name.split("-")[-1].rstrip("0123456789") for name in bp.frr_confs] == ["spine"] * 2 + ["leaf"] * 2
 
 
 def test_static_routing_runs_no_frr() -> None:

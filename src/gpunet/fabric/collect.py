@@ -5,22 +5,21 @@ that cannot be read is said, and its cables count as unchecked, never as missing
 
 from __future__ import annotations
 
-import signal
+import marshal
+import os
 import stat
 import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from multiprocessing import get_context
-from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import cast
 
 from ClusterShell.NodeSet import NodeSet
 
 from gpunet.errors import ParseError, UsageError
-from gpunet.fabric.ibnetdiscover import IbTopology, Rows, parse_ibnetdiscover, parse_rows, topology_of
+from gpunet.fabric.ibnetdiscover import IbTopology, Rows, parse_ibnetdiscover, topology_of
+from gpunet.fabric.saved_ibnetdiscover import saved_rows
 from gpunet.files.inputs import read_text
 from gpunet.fleet import ClusterShellRunner
 from gpunet.model.types import HOSTNAME
@@ -31,10 +30,13 @@ LLDPCLI = ("lldpcli", "-f", "json", "show", "neighbors")
 Tables = dict[str, tuple[LldpNeighbor, ...]]
 DeviceRun = Callable[[Sequence[str], float], "subprocess.CompletedProcess[str]"]  # argv, timeout
 MAX_NEIGHBOUR_BYTES = 16 * 2**20  # lldpcli's JSON of a 128-port switch with every TLV is under 1 MiB
-MAX_IBNETDISCOVER_BYTES = 1 << 30  # 12 500 servers (100k GPUs): about 25 MB; 125 000 (1M GPUs): 256 MB
 # A saved file this large is parsed in a process of its own (ib_file_reader): a second Python starts
 # in 0.1-0.3 s, and a 16 MB file (about 7,500 servers' HCAs) takes longer than that to parse.
 BACKGROUND_FROM_BYTES = 16 << 20
+# The child: this gpunet's folder last on its path (found where this process found it, shadowing
+# nothing), then the file's parse (fabric/saved_ibnetdiscover.main). Both arrive as arguments.
+CHILD = ("import sys; sys.path.append(sys.argv.pop(1)); from gpunet.fabric.saved_ibnetdiscover import main; "
+         "sys.exit(main(sys.argv[1:]))")
 
 
 def lldp_from_outputs(outputs: Mapping[str, str]) -> tuple[Tables, list[str]]:
@@ -90,38 +92,45 @@ def lldp_from_devices(devices: Mapping[str, DeviceRun]) -> tuple[Tables, list[st
 
 
 def ib_from_file(path: Path) -> IbTopology:
-    return topology_of(_saved_rows(path))
-
-
-def _saved_rows(path: Path) -> Rows:
-    try:
-        return parse_rows(read_text(path, MAX_IBNETDISCOVER_BYTES, "saved ibnetdiscover output"))
-    except ParseError as exc:
-        raise UsageError(f"{path}: line {exc.line}: {str(exc).split(': ', 2)[-1]}") from None
+    return topology_of(saved_rows(path))
 
 
 @contextmanager
 def ib_file_reader(path: Path) -> Iterator[Callable[[], IbTopology]]:
     """A saved ibnetdiscover file's topology, to be asked for later (the call waits for it): one of
-    BACKGROUND_FROM_BYTES or more is read and parsed in a process of its own from the start, on the
-    other core, while the caller reads the plan (at 1M GPUs: a 256 MB file parsed in 9 s beside the
-    19 s of a 1 GB plan.json). The child is a fresh interpreter (spawn: nothing of this process's
-    state, threads or locks is copied), ignores Ctrl-C (this process handles it and ends the child),
-    and is ended on the way out, error or not. A smaller file is read when asked, here."""
-    if not _large(path):
+    BACKGROUND_FROM_BYTES or more is read and parsed in a Python process of its own from the start
+    (fabric/saved_ibnetdiscover.main: a fresh interpreter that imports only the parser, whatever the
+    caller's own script does), on the other core, while the caller reads the plan (at 1M GPUs: a
+    256 MB file parsed in 9 s beside the 19 s of a 1 GB plan.json). The child is ended on the way
+    out, error or Ctrl-C, and ends itself if this process dies. A smaller file, or one where no
+    second Python can be started, is read when asked, here."""
+    child, held = _start_child(path) if _large(path) and sys.executable else (None, -1)
+    if child is None:
         yield lambda: ib_from_file(path)
         return
-    context = get_context("spawn")
-    receiving, sending = context.Pipe(duplex=False)
-    child = context.Process(target=_parse_in_child, args=(path, sending), daemon=True, name="gpunet-ibnetdiscover")
-    child.start()
-    sending.close()  # the child's end only: a child that dies leaves recv() at end of file
+    with child:  # its pipes closed and the process waited for on the way out
+        try:
+            yield lambda: topology_of(_answer(child, path))
+        finally:
+            child.kill()  # our own child, by its PID: nothing if it has answered, else stopped mid-parse
+            os.close(held)
+
+
+def _start_child(path: Path) -> tuple[subprocess.Popen[bytes] | None, int]:
+    """The child, and this process's end of the pipe that tells it this process is alive (it reads
+    end of file once this end is closed, by us or by this process's death); None where it could not
+    be started (out of processes or descriptors)."""
+    parent_alive, held = os.pipe()
     try:
-        yield lambda: topology_of(_received(receiving, child, path))
+        child = subprocess.Popen([sys.executable, "-c", CHILD, str(Path(__file__).resolve().parents[2]),
+                                  str(parent_alive), str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, pass_fds=(parent_alive,))
+    except OSError:
+        os.close(held)
+        return None, -1
     finally:
-        receiving.close()
-        child.terminate()  # our own child, by its PID: an idle one after its answer, else stopped mid-parse
-        child.join()
+        os.close(parent_alive)
+    return child, held
 
 
 def _large(path: Path) -> bool:
@@ -132,26 +141,18 @@ def _large(path: Path) -> bool:
     return stat.S_ISREG(info.st_mode) and info.st_size >= BACKGROUND_FROM_BYTES
 
 
-def _parse_in_child(path: Path, sending: Connection) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+def _answer(child: subprocess.Popen[bytes], path: Path) -> Rows:
+    out, err = child.communicate()
     try:
-        answer: tuple[str, object] = ("rows", _saved_rows(path))
-    except UsageError as exc:
-        answer = ("refused", str(exc))
-    sending.send(answer)
-    sending.close()
-
-
-def _received(receiving: Connection, child: BaseProcess, path: Path) -> Rows:
-    try:
-        kind, value = receiving.recv()
-    except EOFError:
-        child.join()
-        raise UsageError(f"{path}: reading the saved ibnetdiscover output ended without an answer (its process "
-                         f"exited {child.exitcode})") from None
-    if kind == "refused":
-        raise UsageError(str(value))
-    return cast(Rows, value)
+        answer = marshal.loads(out) if child.returncode == 0 else None
+    except (EOFError, ValueError, TypeError):
+        answer = None
+    if not isinstance(answer, tuple) or not answer:
+        said = (err.decode(errors="replace").strip().splitlines() or [f"exit {child.returncode}"])[-1]
+        raise UsageError(f"{path}: reading the saved ibnetdiscover output ended without an answer ({said[:200]})")
+    if answer[0] == "refused":
+        raise UsageError(str(answer[1]))
+    return Rows(answer[1], answer[2])
 
 
 def ib_here(run: CommandRunner = run_local) -> IbTopology:

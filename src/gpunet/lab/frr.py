@@ -171,13 +171,26 @@ def _start_switch(namespace: str, directory: Path, daemons: list[str]) -> str | 
 
 def _start(namespace: str, directory: Path, daemons: list[str]) -> str | None:
     """Start the daemons side by side (each forks into the background once it is up); their start-up
-    errors go to their logs."""
-    processes = [(daemon, subprocess.Popen(daemon_argv(directory, namespace, daemon), stdin=subprocess.DEVNULL,
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
-                 for daemon in daemons]
+    errors go to their logs. One that cannot be run, or has not forked within START_TIMEOUT_S, is
+    said; the process we started is then killed (a daemon it forked after all is lab down's to stop,
+    by the pid file it writes)."""
     failed = []
+    processes = []
+    for daemon in daemons:
+        try:
+            processes.append((daemon, subprocess.Popen(daemon_argv(directory, namespace, daemon),
+                                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                                       stderr=subprocess.PIPE, text=True)))
+        except OSError as exc:
+            failed.append(f"{daemon} in {namespace} could not be run ({exc.strerror or exc})")
     for daemon, process in processes:
-        _, err = process.communicate(timeout=START_TIMEOUT_S)
+        try:
+            _, err = process.communicate(timeout=START_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            failed.append(f"{daemon} in {namespace} did not start within {START_TIMEOUT_S:g} s")
+            continue
         if process.returncode != 0:
             failed.append(f"{daemon} in {namespace} did not start "
                           f"({(err.strip().splitlines() or ['exit ' + str(process.returncode)])[-1]})")
@@ -194,12 +207,17 @@ def _appeared(namespace: str, files: list[Path], what: str) -> str | None:
 
 
 def _load_config(namespace: str, directory: Path) -> str | None:
-    done = subprocess.run(vtysh_argv(directory.parent.parent, namespace, "-f", str(directory / "frr.conf")),
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=START_TIMEOUT_S,
-                          check=False)
+    try:
+        done = subprocess.run(vtysh_argv(directory.parent.parent, namespace, "-f", str(directory / "frr.conf")),
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=START_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:  # run() has killed it
+        return f"{namespace}: vtysh -f did not finish within {START_TIMEOUT_S:g} s"
+    except OSError as exc:
+        return f"{namespace}: vtysh could not be run ({exc.strerror or exc})"
     if done.returncode == 0:
         return None
-    said = (done.stdout + done.stderr).strip().splitlines()
+    said = done.stdout.strip().splitlines()
     return f"{namespace} refused the rendered frr.conf: {(said or ['vtysh exit ' + str(done.returncode)])[-1]}"
 
 
