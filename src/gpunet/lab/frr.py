@@ -127,7 +127,7 @@ def start_frr(lab_dir: Path, confs: Mapping[str, str]) -> None:
     as FRR loads an integrated frr.conf (a daemon reading the whole file itself stops at the first
     `exit` of a section it does not know: staticd left every `ip route` after `router bgp` out).
 
-    Switch by switch, a few at a time, in the order given (`frr_order`: upper tiers first), each
+    Switch by switch, START_WORKERS at a time, in the order given (`frr_order`: upper tiers first), each
     configured as soon as its own daemons are up, rather than every zebra, then every bgpd, then
     every vtysh: BGP's clock starts at a switch's configuration (a session leaves Idle about 1 s
     later; a spine's update group then waits 1 s plus 50 ms a peer, from its first session, before
