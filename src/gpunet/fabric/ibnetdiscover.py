@@ -57,8 +57,9 @@ NODE_FIELDS, LINK_FIELDS = set(IbNode.model_fields), set(IbLink.model_fields)
 
 
 class Rows(NamedTuple):
-    """What the parser read, as plain tuples (cheap to pickle: a saved file is parsed in a process
-    of its own while the plan is read, fabric/collect.ib_file_reader); topology_of makes the models."""
+    """What the parser read, as plain tuples: a large saved file is parsed in a process of its own
+    while the plan is read, which sends these back (fabric/collect.ib_file_reader); topology_of
+    makes the models."""
 
     nodes: list[NodeRow]
     links: list[Row]  # one per cable
